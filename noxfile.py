@@ -1,0 +1,243 @@
+"""Every OASR session: tests, jit, lint, wheels, demo, and per family <family> / <family>-sm<NN>.
+
+Each session installs what it needs into its own virtualenv. On a machine with no package index
+(the GPU machine) run them on the current interpreter instead, with everything pre-installed:
+
+    nox --no-venv -s <session>        # installs nothing; checks that the packages import
+
+CPU environments pin the CPU build of torch (``TORCH_CPU``), so pip never pulls a CUDA build.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import nox
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES = ROOT / "packages"
+TORCH_CPU = "torch==2.13.0"
+CUTLASS = "nvidia-cutlass==4.2.0.0"
+TEST_TOOLS = ("pytest>=8", "numpy")
+#: The architectures a family's `<family>-sm<NN>` session compiles for.
+FAMILY_ARCHS = {"90": "9.0a"}
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = False
+
+
+def _no_venv(session: nox.Session) -> bool:
+    return session.venv_backend == "none"
+
+
+def _python(session: nox.Session) -> str:
+    return sys.executable if _no_venv(session) else "python"
+
+
+def _local_packages() -> list[Path]:
+    """Every package directory, the core first (others depend on it)."""
+    found = sorted(p for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())
+    return sorted(found, key=lambda p: (p.name != "oasr-jit", p.name == "oasr", p.name))
+
+
+def _families() -> dict[str, Path]:
+    """Families registered in the repository: entry point name -> package directory."""
+    out = {}
+    for pkg in _local_packages():
+        meta = tomllib.loads((pkg / "pyproject.toml").read_text())
+        eps = meta.get("project", {}).get("entry-points", {}).get("oasr.families", {})
+        for name in eps:
+            out[name] = pkg
+    return out
+
+
+def _install(session: nox.Session, *packages: Path, extra: tuple[str, ...] = ()) -> None:
+    """Install torch (CPU), CUTLASS headers, test tools and the given local packages (editable).
+
+    With --no-venv nothing is installed: the current interpreter must already have them (on the
+    GPU machine, `bash .device/setup.sh` does that); we only check that they import."""
+    if _no_venv(session):
+        modules = ["pytest", "tvm_ffi", "oasr_jit"] + [
+            p.name.replace("-", "_") for p in packages if p.name not in ("oasr-jit",)
+        ]
+        code = "; ".join(f"import {m}" for m in modules)
+        session.run(_python(session), "-c", code, silent=True)
+        return
+    session.install(TORCH_CPU, *TEST_TOOLS, *extra)
+    # The CUTLASS headers only: the wheel's Python deps (cuda-python, ...) are not needed.
+    session.install("--no-deps", CUTLASS)
+    args = []
+    for pkg in packages:
+        args += ["-e", str(pkg)]
+    session.install(*args)
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    session.run(_python(session), "-m", "pytest", *args, *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every package's CPU tests in one environment (GPU tests run too where a GPU is present)."""
+    packages = _local_packages()
+    _install(session, *packages)
+    test_dirs = [str(p / "tests") for p in packages if (p / "tests").is_dir()]
+    _pytest(session, str(ROOT / "tests"), *test_dirs)
+
+
+@nox.session
+def jit(session: nox.Session) -> None:
+    """The JIT core's tests."""
+    _install(session, PACKAGES / "oasr-jit")
+    _pytest(session, str(PACKAGES / "oasr-jit" / "tests"))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the repository."""
+    if not _no_venv(session):
+        session.install("ruff")
+    session.run("ruff", "check", str(ROOT))
+    session.run("ruff", "format", "--check", str(ROOT))
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """`oasr doctor`, a host module, a CUDA module compiled for sm_90a, and on a GPU a kernel
+    launched eagerly and inside CUDA-graph capture."""
+    _install(session, *_local_packages())
+    session.run(_python(session), "-m", "oasr_jit.cli", "doctor")
+    session.run(_python(session), str(ROOT / "examples" / "demo.py"))
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Build every wheel, install them (not editable) into a clean env, run the tests from them."""
+    dist = Path(tempfile.mkdtemp(prefix="oasr-wheels-"))
+    packages = _local_packages()
+    if _no_venv(session):
+        # No index: build without isolation and test in a fresh venv that sees the system's
+        # packages (torch, TVM-FFI, ...) but has our wheels installed into it.
+        for pkg in packages:
+            session.run(
+                _python(session),
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-w",
+                str(dist),
+                str(pkg),
+                silent=True,
+            )
+        env_dir = dist / "venv"
+        session.run(_python(session), "-m", "venv", "--system-site-packages", str(env_dir))
+        python = str(env_dir / "bin" / "python")
+        session.run(
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--force-reinstall",
+            *map(str, sorted(dist.glob("*.whl"))),
+            silent=True,
+        )
+    else:
+        session.install("pip", "hatchling")
+        for pkg in packages:
+            session.run(
+                "python", "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(pkg), silent=True
+            )
+        session.install(TORCH_CPU, *TEST_TOOLS)
+        session.install("--no-deps", CUTLASS)
+        session.install(*map(str, sorted(dist.glob("*.whl"))))
+        python = "python"
+    # Run each package's tests from a copy outside the repository, so only the wheel is importable.
+    workdir = dist / "tests"
+    for pkg in packages:
+        if not (pkg / "tests").is_dir():
+            continue
+        target = workdir / pkg.name
+        shutil.copytree(pkg / "tests", target)
+        session.run(
+            python,
+            "-c",
+            "import oasr_jit, sys; assert 'site-packages' in oasr_jit.__file__, oasr_jit.__file__",
+            silent=True,
+        )
+        session.run(
+            python,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(target),
+            str(target),
+            *session.posargs,
+            env={"OASR_REPO_ROOT": str(ROOT)},
+        )
+
+
+def _family_session(name: str, pkg: Path) -> None:
+    @nox.session(name=name)
+    def family(session: nox.Session) -> None:
+        _install(session, PACKAGES / "oasr-jit", pkg)
+        _pytest(session, str(pkg / "tests"))
+
+    family.__doc__ = f"The {name} family's tests (CPU; GPU tests too where a GPU is present)."
+
+
+def _family_arch_session(name: str, pkg: Path, sm: str, arch: str) -> None:
+    @nox.session(name=f"{name}-sm{sm}")
+    def family_arch(session: nox.Session) -> None:
+        _install(session, PACKAGES / "oasr-jit", pkg)
+        session.run(
+            _python(session),
+            "-m",
+            "oasr_jit.cli",
+            "jit",
+            "prebuild",
+            "--family",
+            name,
+            "--arch",
+            arch,
+        )
+        if not _gpu_matches(session, sm):
+            session.log(
+                f"GPU tests of {name} SKIPPED: no sm_{sm} GPU on this machine "
+                "(the production modules above were compiled)"
+            )
+            return
+        _pytest(session, "-m", "gpu", str(pkg / "tests"))
+
+    family_arch.__doc__ = (
+        f"Compile the {name} family's production modules for {arch}, then run its GPU tests if "
+        f"an sm_{sm} GPU is present."
+    )
+
+
+def _gpu_matches(session: nox.Session, sm: str) -> bool:
+    code = (
+        "import torch; print('GPU=' + ('%d%d' % torch.cuda.get_device_capability() "
+        "if torch.cuda.is_available() else 'none'))"
+    )
+    output = session.run(_python(session), "-c", code, silent=True) or ""
+    return f"GPU={sm}" in output
+
+
+for _name, _pkg in _families().items():
+    _family_session(_name, _pkg)
+    for _sm, _arch in FAMILY_ARCHS.items():
+        _family_arch_session(_name, _pkg, _sm, _arch)

@@ -1,0 +1,110 @@
+"""``@oasr_api``: debug logging of public calls, and exception context naming the op.
+
+``OASR_LOG_LEVEL`` (read at import; `set_log_level` changes it later):
+
+* ``0`` / unset: nothing is logged; the decorator costs one Python call frame.
+* ``1``: each call's op name.
+* ``2``: the op name and every argument (tensors as shape, dtype, device, strides).
+
+Whatever the level, an exception escaping a decorated op keeps its type and gains a note
+(PEP 678) naming the op and its arguments, so a ``ValueError`` deep in a model says which call
+raised it and with what.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+
+log = logging.getLogger("oasr")
+
+_level = 0
+
+
+def _parse_level(raw: str) -> int:
+    names = {"": 0, "off": 0, "info": 1, "debug": 2}
+    if raw.strip().lower() in names:
+        return names[raw.strip().lower()]
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise ValueError(
+            f"OASR_LOG_LEVEL must be 0, 1, 2 (or off/info/debug), got {raw!r}"
+        ) from None
+
+
+def set_log_level(level: int | str) -> None:
+    """Change the call-logging level at run time (see module docstring)."""
+    global _level
+    _level = _parse_level(str(level))
+    if _level and not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[oasr] %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+
+
+set_log_level(os.environ.get("OASR_LOG_LEVEL", "0"))
+
+
+def describe(value) -> str:
+    """A short description of an argument; tensors by metadata only (never their values)."""
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        text = f"Tensor{list(shape)} {str(dtype).replace('torch.', '')}"
+        device = getattr(value, "device", None)
+        if device is not None:
+            text += f" {device}"
+        stride = getattr(value, "stride", None)
+        if callable(stride):
+            try:
+                text += f" stride={tuple(stride())}"
+            except Exception:
+                pass
+        return text
+    if isinstance(value, (list, tuple)) and len(value) > 4:
+        return f"{type(value).__name__}(len={len(value)})"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _describe_call(signature, name: str, args, kwargs) -> str:
+    try:
+        bound = signature.bind_partial(*args, **kwargs)
+        parts = [f"{k}={describe(v)}" for k, v in bound.arguments.items()]
+    except TypeError:
+        parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def oasr_api(func):
+    """Decorate a public op: log calls at ``OASR_LOG_LEVEL`` >= 1, and name the op and its
+    arguments in any exception it raises."""
+    signature = inspect.signature(func)
+    name = f"oasr.{func.__name__}"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if _level:
+            if _level >= 2:
+                log.debug("%s", _describe_call(signature, name, args, kwargs))
+            else:
+                log.debug("%s", name)
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if hasattr(exc, "add_note") and not getattr(exc, "_oasr_noted", False):
+                exc.add_note(f"in {_describe_call(signature, name, args, kwargs)}")
+                try:
+                    exc._oasr_noted = True  # when ops nest, the innermost names the call
+                except AttributeError:
+                    pass
+            raise
+
+    return wrapper

@@ -1,0 +1,208 @@
+"""Running one locked build: ninja, parallelism, progress, and the partial-then-rename link."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .elf import is_complete_shared_object
+from .errors import JitBuildError
+
+#: A build that runs longer than this reports progress on stderr (seconds).
+PROGRESS_AFTER_S = 3.0
+PROGRESS_EVERY_S = 10.0
+
+# Peak compiler memory per job (GB): a CUTLASS 3.x TU peaks at 2-4 GB in cicc, a plain CUDA TU
+# near 1 GB, host C++ with TVM-FFI's headers near 0.5 GB.
+_JOB_MEMORY_GB = {"cutlass": 4.0, "cuda": 1.5, "host": 0.75}
+
+
+def _available_cpus() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:  # cgroup v2 CPU quota ("max 100000" when unlimited)
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus or 1)
+
+
+def _available_memory_gb() -> float:
+    available = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) / 2**20
+                break
+    except OSError:
+        pass
+    try:  # cgroup v2 memory limit
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            cgroup_free = (int(limit) - used) / 2**30
+            available = cgroup_free if available is None else min(available, cgroup_free)
+    except (OSError, ValueError):
+        pass
+    return available if available is not None else 8.0
+
+
+def default_jobs(kind: str) -> int:
+    """``MAX_JOBS`` if set, else what both the cores and the free memory allow."""
+    raw = os.environ.get("MAX_JOBS", "").strip()
+    if raw:
+        try:
+            jobs = int(raw)
+        except ValueError:
+            raise ValueError(f"MAX_JOBS must be a positive integer, got {raw!r}") from None
+        if jobs < 1:
+            raise ValueError(f"MAX_JOBS must be a positive integer, got {raw!r}")
+        return jobs
+    by_memory = int(_available_memory_gb() // _JOB_MEMORY_GB[kind])
+    return max(1, min(_available_cpus(), by_memory))
+
+
+def ninja_executable() -> str:
+    found = shutil.which("ninja")
+    if found:
+        return found
+    try:
+        import ninja  # the PyPI wheel ships the binary
+
+        candidate = Path(ninja.BIN_DIR) / "ninja"
+        if candidate.exists():
+            return str(candidate)
+    except ImportError:
+        pass
+    raise RuntimeError("ninja not found: `pip install ninja`")
+
+
+_FAILED_RE = re.compile(r"^FAILED: (.*)$")
+
+
+def _failing_command(output: str) -> str:
+    """The command line ninja printed after ``FAILED: <outputs>``."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if _FAILED_RE.match(line) and i + 1 < len(lines):
+            return lines[i + 1].strip()
+    return ""
+
+
+def _hint(plan) -> str:
+    if plan.arch is not None:
+        return (
+            f"compiled for {plan.arch.sm} with {plan.nvcc.path} (CUDA {plan.nvcc.release}); "
+            "set OASR_CUDA_ARCH_LIST / CUDA_HOME / OASR_NVCC to change, then "
+            "oasr_jit.forget_failed_builds() (or start a new process)"
+        )
+    return f"compiled with {plan.cxx.path}; set CXX to change"
+
+
+def run_build(plan, key_dir: Path) -> None:
+    """Build ``plan`` in ``key_dir`` (lock held): fresh objects, ninja, check, rename into place."""
+    spec = plan.spec
+    partial = key_dir / f"{spec.name}.so.partial"
+    # A previous attempt may have been killed mid-write: never trust its objects or partial link.
+    shutil.rmtree(key_dir / "obj", ignore_errors=True)
+    shutil.rmtree(key_dir / "gen", ignore_errors=True)
+    for stale in (partial, spec.lib_path, key_dir / ".ninja_log", key_dir / ".ninja_deps"):
+        stale.unlink(missing_ok=True)
+    key_dir.mkdir(parents=True, exist_ok=True)
+    plan.write_sources_and_ninja(key_dir)
+
+    kind = "host" if not spec.is_cuda else ("cutlass" if spec.use_cutlass else "cuda")
+    jobs = min(default_jobs(kind), len(spec.sources))
+    output, returncode = _run_ninja(
+        [ninja_executable(), "-C", str(key_dir), "-j", str(jobs)],
+        label=f"{spec.name}" + (f" for {plan.arch.sm}" if plan.arch else ""),
+        total_units=len(spec.sources) + 1,
+    )
+    if returncode != 0:
+        raise JitBuildError(spec.name, plan.key, _failing_command(output), output, _hint(plan))
+    if not is_complete_shared_object(partial):
+        raise JitBuildError(
+            spec.name,
+            plan.key,
+            f"{plan.linker} ... -o {partial}",
+            f"the linker exited 0 but {partial} is not a complete shared library",
+            _hint(plan),
+        )
+    os.replace(partial, spec.lib_path)
+
+
+def _die_with_parent() -> None:
+    """In the ninja child: SIGTERM it when the building thread dies (e.g. the process is killed),
+    so a killed build never leaves compilers writing into the key directory. ninja passes the
+    signal on to the compilers it runs."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _run_ninja(argv: list[str], *, label: str, total_units: int) -> tuple[str, int]:
+    """Run ninja, collecting its output; past a few seconds, report progress on stderr."""
+    env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        bufsize=1,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
+    lines: list[str] = []
+    done = [0]
+
+    def reader():
+        for line in proc.stdout:
+            lines.append(line)
+            match = re.match(r"^\[(\d+)/(\d+)\] ", line)
+            if match:
+                # ninja prints "[f/t]" when an edge *starts*; f-1 edges have finished.
+                done[0] = max(done[0], int(match.group(1)) - 1)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    start = time.monotonic()
+    last_report, last_done = 0.0, -1
+    while True:
+        try:
+            proc.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        elapsed = time.monotonic() - start
+        if elapsed >= PROGRESS_AFTER_S and (
+            done[0] != last_done or elapsed - last_report >= PROGRESS_EVERY_S
+        ):
+            units = min(done[0], total_units - 1)
+            print(
+                f"oasr-jit: building {label}: {units}/{total_units - 1} translation units, "
+                f"{elapsed:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            last_report, last_done = elapsed, done[0]
+    thread.join()
+    if last_done >= 0:
+        verdict = "built" if proc.returncode == 0 else "FAILED"
+        print(
+            f"oasr-jit: {verdict} {label} in {time.monotonic() - start:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return "".join(lines), proc.returncode

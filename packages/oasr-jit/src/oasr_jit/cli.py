@@ -1,0 +1,387 @@
+"""The ``oasr`` command: ``oasr doctor`` and ``oasr jit list|status|prebuild|prune|clear|
+forget-failures``; installed packages add subcommands through the ``oasr.cli`` entry points.
+
+Nothing here imports torch (``oasr doctor --selftest`` aside, which runs a kernel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import __version__, env
+from .families import CLI_ENTRY_POINT_GROUP, discover_families, entry_points
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments: exit 2 with one line naming the problem and where help is."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _ago(t: float) -> str:
+    if t <= 0:
+        return "never"
+    s = max(0.0, time.time() - t)
+    if s < 120:
+        return f"{s:.0f} s ago"
+    if s < 7200:
+        return f"{s / 60:.0f} min ago"
+    if s < 172800:
+        return f"{s / 3600:.0f} h ago"
+    return f"{s / 86400:.0f} days ago"
+
+
+def _probe(fn):
+    try:
+        return fn(), None
+    except Exception as exc:
+        return None, str(exc).splitlines()[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# oasr doctor
+
+
+def cmd_doctor(args) -> int:
+    from . import arch, toolchain
+    from .cache import inventory
+
+    rows: list[tuple[str, str]] = []
+    problems = 0
+
+    driver = arch.driver_info()
+    if driver is None:
+        rows.append(("GPU", "none visible (no libcuda.so.1 or no device): compile-only machine"))
+    else:
+        rows.append(("driver", f"CUDA {driver.version}"))
+        for gpu in driver.gpus:
+            rows.append((f"GPU {gpu.index}", f"{gpu.name}, {gpu.arch.sm}, {gpu.num_sms} SMs"))
+    target, error = _probe(arch.target_arch)
+    rows.append(("target arch", target.sm if target else f"unknown: {error}"))
+
+    nvcc, error = _probe(toolchain.nvcc)
+    if nvcc:
+        rows.append(("nvcc", f"{nvcc.path} (CUDA {nvcc.release}, from {nvcc.source})"))
+        rows.append(("CUDA toolkit", str(nvcc.toolkit_root)))
+    else:
+        rows.append(("nvcc", f"NOT FOUND: {error}"))
+        problems += 1
+    cxx, error = _probe(toolchain.host_compiler)
+    if cxx:
+        rows.append(("host compiler", f"{cxx.path} ({cxx.identity.splitlines()[0]})"))
+    else:
+        rows.append(("host compiler", f"NOT FOUND: {error}"))
+        problems += 1
+    tvm, error = _probe(env.tvm_ffi_info)
+    rows.append(("TVM-FFI", f"{tvm.version} ({tvm.root})" if tvm else f"NOT FOUND: {error}"))
+    problems += tvm is None
+    cutlass, error = _probe(env.cutlass_info)
+    if cutlass:
+        rows.append(("CUTLASS", f"{cutlass.version} (from {cutlass.source})"))
+    else:
+        rows.append(("CUTLASS", f"not found ({error or 'pip install nvidia-cutlass'})"))
+
+    root = env.jit_dir()
+    entries = inventory()
+    size = sum(e.size_bytes for e in entries)
+    rows.append(("JIT cache", f"{root} ({len(entries)} keys, {_human_bytes(size)})"))
+    families, error = _probe(discover_families)
+    if families is None:
+        rows.append(("families", f"ERROR: {error}"))
+        problems += 1
+    elif not families:
+        rows.append(("families", "none installed (pip install oasr-<family>)"))
+    else:
+        for fam in families.values():
+            rows.append((f"family {fam.name}", f"{fam.module} {fam.version}"))
+    set_vars = [f"{v}={os.environ[v]}" for v in env.ENV_VARS if os.environ.get(v)]
+    rows.append(("environment", ", ".join(set_vars) if set_vars else "(no OASR variables set)"))
+
+    width = max(len(k) for k, _ in rows)
+    print(f"oasr {__version__}")
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
+
+    if args.selftest:
+        problems += _run_selftest()
+    return 1 if problems else 0
+
+
+def _run_selftest() -> int:
+    """Build and run the core's self-test kernels; returns the number of failures."""
+    from .selftest import gen_selftest_module
+
+    try:
+        import torch
+    except ImportError:
+        print("  selftest          skipped: torch is not installed")
+        return 0
+    if not torch.cuda.is_available():
+        print("  selftest          skipped: no CUDA GPU visible to torch")
+        return 0
+    module = gen_selftest_module().build_and_load()
+    x = torch.randn(37, 1000, device="cuda")
+    out = torch.full((37,), float("nan"), device="cuda")
+    module.row_sum(out, x)
+    ok = torch.allclose(out, x.double().sum(1).float(), rtol=1e-4, atol=1e-3)
+    print(
+        f"  selftest          row_sum on {torch.cuda.get_device_name()}: {'ok' if ok else 'WRONG'}"
+    )
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# oasr jit ...
+
+
+def _selected_families(names: list[str] | None):
+    families = discover_families()
+    if not names:
+        return list(families.values())
+    unknown = [n for n in names if n not in families]
+    if unknown:
+        known = ", ".join(families) or "none installed"
+        raise SystemExit(f"oasr: error: unknown family {', '.join(unknown)} (installed: {known})")
+    return [families[n] for n in names]
+
+
+def _pin_arch(arch_text: str | None):
+    from . import arch
+
+    if arch_text:
+        parsed = arch.parse_arch(arch_text)
+        os.environ["OASR_CUDA_ARCH_LIST"] = parsed.name
+    return arch.target_arch()
+
+
+def cmd_jit_list(args) -> int:
+    from .elf import is_complete_shared_object
+
+    families = _selected_families(args.family)
+    if not families:
+        print("no OASR families installed (pip install oasr-<family>)")
+        return 0
+    target = _pin_arch(args.arch)
+    print(f"production modules for {target.sm}:")
+    for fam in families:
+        specs = list(fam.production_specs(target))
+        print(f"  {fam.name} ({fam.module} {fam.version}): {len(specs)} modules")
+        for spec in specs:
+            built = "built" if is_complete_shared_object(spec.lib_path) else "not built"
+            print(f"    {spec.name:<40} {spec.key}  {built}")
+    return 0
+
+
+def cmd_jit_status(args) -> int:
+    from .cache import inventory
+
+    entries = inventory()
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "module": e.module,
+                        "key": e.key,
+                        "state": e.state,
+                        "size_bytes": e.size_bytes,
+                        "last_used": e.last_used,
+                        "holder": e.holder,
+                        "path": str(e.path),
+                    }
+                    for e in entries
+                ],
+                indent=1,
+            )
+        )
+        return 0
+    root = env.jit_dir()
+    print(
+        f"JIT cache {root}: {len(entries)} keys, {_human_bytes(sum(e.size_bytes for e in entries))}"
+    )
+    if not entries:
+        return 0
+    width = max(len(e.module) for e in entries)
+    for e in entries:
+        extra = f"  locked by {e.holder}" if e.state == "building" else ""
+        print(
+            f"  {e.module:<{width}}  {e.key}  {e.state:<10}  {_human_bytes(e.size_bytes):>9}  "
+            f"used {_ago(e.last_used)}{extra}"
+        )
+    counts = {
+        s: sum(e.state == s for e in entries) for s in ("built", "failed", "building", "incomplete")
+    }
+    print("  " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return 0
+
+
+def cmd_jit_prebuild(args) -> int:
+    from .errors import JitBuildError
+
+    if args.jobs is not None:
+        if args.jobs < 1:
+            raise SystemExit("oasr: error: --jobs must be at least 1")
+        os.environ["MAX_JOBS"] = str(args.jobs)
+    families = _selected_families(args.family)
+    if not families:
+        print("no OASR families installed: nothing to prebuild")
+        return 0
+    target = _pin_arch(args.arch)
+    failures = 0
+    for fam in families:
+        specs = list(fam.production_specs(target))
+        print(f"{fam.name}: {len(specs)} modules for {target.sm}", flush=True)
+        for spec in specs:
+            start = time.monotonic()
+            was_built = spec.is_built
+            try:
+                spec.build()
+            except JitBuildError as exc:
+                failures += 1
+                print(f"  FAILED {spec.name}: {str(exc).splitlines()[0]}", flush=True)
+                continue
+            verdict = "cached" if was_built else f"built in {time.monotonic() - start:.1f} s"
+            print(f"  {spec.name:<40} {spec.key}  {verdict}", flush=True)
+    if failures:
+        print(f"{failures} module(s) failed to build", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def cmd_jit_prune(args) -> int:
+    from .cache import prune
+
+    removed, busy = prune(keep=args.keep, unused_days=args.unused_days, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for e in removed:
+        print(
+            f"{verb} {e.module}/{e.key} ({e.state}, {_human_bytes(e.size_bytes)}, "
+            f"used {_ago(e.last_used)})"
+        )
+    for e in busy:
+        print(f"kept {e.module}/{e.key}: its build lock is held ({e.holder or 'in use'})")
+    total = sum(e.size_bytes for e in removed)
+    print(f"{verb} {len(removed)} keys, {_human_bytes(total)}")
+    return 0
+
+
+def cmd_jit_clear(args) -> int:
+    from .cache import clear_cache
+
+    removed, busy = clear_cache()
+    print(
+        f"removed {len(removed)} keys from {env.jit_dir()}"
+        + (f"; kept {len(busy)} being built" if busy else "")
+    )
+    return 0
+
+
+def cmd_jit_forget_failures(args) -> int:
+    from .cache import inventory
+
+    count = 0
+    for e in inventory():
+        if e.state == "failed":
+            (e.path / f"{e.module}.so.failed").unlink(missing_ok=True)
+            count += 1
+    print(f"forgot {count} failed builds; the next use of each builds it again")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="oasr", description="OASR: GPU kernels for speech recognition.")
+    parser.add_argument("--version", action="version", version=f"oasr {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    doctor = sub.add_parser(
+        "doctor", help="report GPU, arch, driver, compilers, TVM-FFI, CUTLASS, cache, families"
+    )
+    doctor.add_argument(
+        "--selftest", action="store_true", help="also build and run the core's test kernel (GPU)"
+    )
+    doctor.set_defaults(func=cmd_doctor)
+
+    jit = sub.add_parser("jit", help="inspect and manage the JIT cache")
+    jsub = jit.add_subparsers(dest="jit_command", metavar="ACTION", parser_class=_Parser)
+    jit.set_defaults(func=lambda a: (jit.print_help(), 2)[1])
+
+    p = jsub.add_parser("list", help="the installed families' production modules and their keys")
+    p.add_argument("--family", action="append", help="only this family (repeatable)")
+    p.add_argument("--arch", help="architecture, e.g. 9.0a (default: OASR_CUDA_ARCH_LIST or GPU)")
+    p.set_defaults(func=cmd_jit_list)
+
+    p = jsub.add_parser("status", help="every cached key: state, size, last use, lock holder")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_jit_status)
+
+    p = jsub.add_parser("prebuild", help="compile the families' production modules (no GPU needed)")
+    p.add_argument("--family", action="append", help="only this family (repeatable)")
+    p.add_argument("--arch", help="architecture, e.g. 9.0a (default: OASR_CUDA_ARCH_LIST or GPU)")
+    p.add_argument("--jobs", type=int, help="parallel compiler jobs (default: cores and memory)")
+    p.set_defaults(func=cmd_jit_prebuild)
+
+    p = jsub.add_parser(
+        "prune", help="remove old keys: keep each module's K most recent; never a locked key"
+    )
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed")
+    p.add_argument(
+        "--unused-days",
+        type=float,
+        default=0.0,
+        help="only keys nothing loaded for N days (default 0)",
+    )
+    p.add_argument(
+        "--keep", type=int, default=1, help="most recent keys kept per module (default 1)"
+    )
+    p.set_defaults(func=cmd_jit_prune)
+
+    p = jsub.add_parser("clear", help="remove every cached module not being built")
+    p.set_defaults(func=cmd_jit_clear)
+
+    p = jsub.add_parser("forget-failures", help="drop recorded build failures")
+    p.set_defaults(func=cmd_jit_forget_failures)
+
+    for ep in entry_points(CLI_ENTRY_POINT_GROUP):
+        try:
+            ep.load()(sub)
+        except Exception as exc:
+            print(
+                f"oasr: warning: CLI plugin {ep.name} ({ep.value}) failed: {exc}", file=sys.stderr
+            )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    if getattr(args, "keep", 0) < 0:
+        parser.error("--keep must be >= 0")
+    if getattr(args, "unused_days", 0) < 0:
+        parser.error("--unused-days must be >= 0")
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, RuntimeError) as exc:
+        print(f"oasr: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

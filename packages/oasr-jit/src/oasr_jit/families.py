@@ -1,0 +1,78 @@
+"""Kernel families register with the core through the entry-point group ``oasr.families``.
+
+A family's ``pyproject.toml`` declares::
+
+    [project.entry-points."oasr.families"]
+    norm = "oasr_norm._family:FAMILY"
+
+where ``FAMILY`` is a `Family`. The registration module must be cheap to import (no torch, no
+build): ``oasr jit list|status|prebuild`` and the ``oasr`` metapackage import every family's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+ENTRY_POINT_GROUP = "oasr.families"
+CLI_ENTRY_POINT_GROUP = "oasr.cli"
+BENCH_ENTRY_POINT_GROUP = "oasr.bench"
+
+
+def _no_specs(arch) -> list:
+    return []
+
+
+class Family(NamedTuple):
+    """What a kernel family tells the core about itself."""
+
+    name: str  # "norm"
+    version: str
+    module: str  # the import name of its functional API, "oasr_norm"
+    include_dir: Path  # its device headers (include/oasr/<family>/)
+    #: arch -> the JitSpecs of its production modules for that architecture (what AOT builds)
+    production_specs: Callable[[object], Sequence] = _no_specs
+    #: public names re-exported by the `oasr` metapackage (oasr.<name>)
+    exports: tuple[str, ...] = ()
+
+
+class FamilyRegistrationError(RuntimeError):
+    pass
+
+
+@functools.cache
+def discover_families() -> dict[str, Family]:
+    """Every installed family by name (entry points in group ``oasr.families``)."""
+    from importlib.metadata import entry_points as find_entry_points
+
+    families: dict[str, Family] = {}
+    for ep in find_entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            family = ep.load()
+        except Exception as exc:
+            raise FamilyRegistrationError(
+                f"family entry point {ep.name} = {ep.value} failed to load: {exc}"
+            ) from exc
+        if callable(family) and not isinstance(family, Family):
+            family = family()
+        if not isinstance(family, Family):
+            raise FamilyRegistrationError(
+                f"family entry point {ep.name} = {ep.value} is not an oasr_jit.Family"
+            )
+        if family.name in families:
+            other = families[family.name]
+            if other != family:
+                raise FamilyRegistrationError(
+                    f"two installed packages register the family '{family.name}' "
+                    f"({other.module} and {family.module}); uninstall one"
+                )
+        families[family.name] = family
+    return dict(sorted(families.items()))
+
+
+def entry_points(group: str) -> list:
+    from importlib.metadata import entry_points as find_entry_points
+
+    return sorted(find_entry_points(group=group), key=lambda ep: ep.name)

@@ -1,0 +1,260 @@
+"""The cache on disk (status, prune, clear, forget-failures) and the `oasr` command, with a fake
+family registered through a real entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+
+import pytest
+from jit_helpers import run_python
+
+from oasr_jit import cache, gen_jit_spec
+from oasr_jit.lock import BuildLock
+
+
+def _built(name, tmp_path, addend) -> object:
+    src = tmp_path / f"{name}_{addend}" / "m.cc"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(
+        f"#include <tvm/ffi/function.h>\nint64_t f(int64_t x) {{ return x + {addend}; }}\n"
+        "TVM_FFI_DLL_EXPORT_TYPED_FUNC(f, f);\n"
+    )
+    spec = gen_jit_spec(name, [src])
+    spec.build()
+    return spec
+
+
+def _age(spec, days: float) -> None:
+    stamp = time.time() - days * 86400
+    os.utime(spec.key_dir / "last_used", (stamp, stamp))
+
+
+@pytest.fixture
+def three_keys(tmp_path):
+    """Module `m` with keys used 0, 10 and 40 days ago, and module `n` with one 40 days old."""
+    fresh, ten, forty = (_built("m", tmp_path, a) for a in (1, 2, 3))
+    _age(ten, 10)
+    _age(forty, 40)
+    other = _built("n", tmp_path, 9)
+    _age(other, 40)
+    return fresh, ten, forty, other
+
+
+def _keys():
+    return {(e.module, e.key) for e in cache.inventory()}
+
+
+def test_inventory_states(three_keys, tmp_path):
+    entries = cache.inventory()
+    assert [e.module for e in entries] == ["m", "m", "m", "n"]
+    assert entries[0].key == three_keys[0].key, "most recently used first"
+    assert all(e.state == "built" and e.size_bytes > 0 for e in entries)
+
+
+def test_prune_keeps_most_recent_per_module(three_keys):
+    fresh, ten, forty, other = three_keys
+    removed, busy = cache.prune(keep=1, dry_run=True)
+    assert {e.key for e in removed} == {ten.key, forty.key} and not busy
+    assert len(_keys()) == 4, "a dry run removes nothing"
+    cache.prune(keep=1)
+    assert _keys() == {("m", fresh.key), ("n", other.key)}
+
+
+def test_prune_unused_days_and_keep_zero(three_keys):
+    fresh, ten, forty, other = three_keys
+    removed, _ = cache.prune(keep=1, unused_days=30)
+    assert {e.key for e in removed} == {forty.key}
+    removed, _ = cache.prune(keep=0, unused_days=7)
+    assert {e.key for e in removed} == {ten.key, other.key}
+    assert _keys() == {("m", fresh.key)}
+    assert not (fresh.key_dir.parent.parent / "n").exists(), "an empty module dir goes too"
+
+
+def test_prune_never_touches_a_locked_key(three_keys):
+    forty = three_keys[2]
+    lock = BuildLock(forty.key_dir / "m.lock", what="a build in progress", timeout_s=5)
+    lock.acquire()
+    try:
+        removed, busy = cache.prune(keep=0)
+        assert forty.key not in {e.key for e in removed}
+        assert forty.key in {e.key for e in busy}
+        assert forty.key_dir.exists()
+        states = {e.key: e.state for e in cache.inventory()}
+        assert states[forty.key] == "building"
+    finally:
+        lock.release()
+
+
+def test_clear_and_failed_state(tmp_path):
+    spec = _built("m", tmp_path, 1)
+    bad = tmp_path / "bad.cc"
+    bad.write_text("#error nope\n")
+    from oasr_jit import JitBuildError
+
+    with pytest.raises(JitBuildError):
+        gen_jit_spec("broken", [bad]).build()
+    states = {e.module: e.state for e in cache.inventory()}
+    assert states == {"m": "built", "broken": "failed"}
+    removed, busy = cache.clear_cache()
+    assert len(removed) == 2 and not busy
+    assert cache.inventory() == []
+    assert not spec.lib_path.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line, in fresh processes
+
+
+def _cli(*args, env=None, check=True):
+    code = f"""
+        import sys
+        from oasr_jit.cli import main
+        rc = main({list(args)!r})
+        assert "torch" not in sys.modules, "the oasr command must not import torch"
+        sys.exit(rc)
+    """
+    return run_python(code, env=env, check=check)
+
+
+@pytest.fixture
+def fake_family(tmp_path):
+    """A family `fake` installed through a dist-info with real entry points."""
+    site = tmp_path / "site"
+    dist = site / "oasr_fake-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: oasr-fake\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[oasr.families]\nfake = fake_family_reg:FAMILY\n\n"
+        "[oasr.cli]\nhello = fake_family_reg:register_cli\n"
+    )
+    src = tmp_path / "fake_src" / "fake.cc"
+    src.parent.mkdir()
+    src.write_text(
+        "#include <tvm/ffi/function.h>\nint64_t answer() { return 42; }\n"
+        "TVM_FFI_DLL_EXPORT_TYPED_FUNC(answer, answer);\n"
+    )
+    (site / "fake_family_reg.py").write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            import oasr_jit
+
+            def production_specs(arch):
+                return [oasr_jit.gen_jit_spec("fake_" + arch.family, [{str(src)!r}])]
+
+            FAMILY = oasr_jit.Family(
+                name="fake", version="0.1", module="fake_family_ops",
+                include_dir=Path({str(src.parent)!r}), production_specs=production_specs,
+                exports=("fake_answer",),
+            )
+
+            def register_cli(subparsers):
+                p = subparsers.add_parser("hello", help="a plugin command")
+                p.set_defaults(func=lambda args: print("hello from the plugin") or 0)
+            """
+        )
+    )
+    (site / "fake_family_ops.py").write_text("def fake_answer():\n    return 42\n")
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    return {"PYTHONPATH": path}
+
+
+def test_doctor(fake_family):
+    out = _cli("doctor", env={**fake_family, "OASR_CUDA_ARCH_LIST": "9.0a"}).stdout
+    for field in (
+        "target arch",
+        "sm_90a",
+        "nvcc",
+        "host compiler",
+        "TVM-FFI",
+        "CUTLASS",
+        "JIT cache",
+        "family fake",
+        "OASR_CUDA_ARCH_LIST=9.0a",
+    ):
+        assert field in out, f"doctor output lacks {field!r}:\n{out}"
+
+
+def test_list_prebuild_status(fake_family, jit_dir):
+    env = {**fake_family}
+    listed = _cli("jit", "list", "--arch", "9.0a", env=env).stdout
+    assert "fake_sm90" in listed and "not built" in listed
+    built = _cli("jit", "prebuild", "--family", "fake", "--arch", "9.0a", "--jobs", "1", env=env)
+    assert "fake_sm90" in built.stdout and "built in" in built.stdout
+    again = _cli("jit", "prebuild", "--arch", "9.0a", env=env)
+    assert "cached" in again.stdout
+    assert "built" in _cli("jit", "list", "--arch", "9.0a", env=env).stdout
+    status = json.loads(_cli("jit", "status", "--json", env=env).stdout)
+    assert [(s["module"], s["state"]) for s in status] == [("fake_sm90", "built")]
+    text = _cli("jit", "status", env=env).stdout
+    assert "fake_sm90" in text and "1 built" in text
+
+
+def test_prune_clear_forget_commands(tmp_path, jit_dir):
+    fresh = _built("m", tmp_path, 1)
+    old = _built("m", tmp_path, 2)
+    _age(old, 5)
+    dry = _cli("jit", "prune", "--dry-run", "--unused-days", "1").stdout
+    assert f"would remove m/{old.key}" in dry and old.key_dir.exists()
+    _cli("jit", "prune", "--unused-days", "1")
+    assert not old.key_dir.exists() and fresh.key_dir.exists()
+    failed_mod = jit_dir / "broken" / "k1"
+    failed_mod.mkdir(parents=True)
+    (failed_mod / "broken.so.failed").write_text("{}")
+    assert "forgot 1 failed builds" in _cli("jit", "forget-failures").stdout
+    assert not (failed_mod / "broken.so.failed").exists()
+    assert "removed" in _cli("jit", "clear").stdout
+    assert cache.inventory() == []
+
+
+def test_plugin_subcommand(fake_family):
+    assert "hello from the plugin" in _cli("hello", env=fake_family).stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["jit", "prune", "--keep", "-1"],
+        ["jit", "nope"],
+        ["frobnicate"],
+        ["jit", "prebuild", "--arch", "banana"],
+        ["jit", "prebuild", "--family", "missing"],
+        ["jit", "prune", "--unused-days", "soon"],
+    ],
+)
+def test_bad_arguments_exit_nonzero_with_one_line(args, fake_family):
+    proc = _cli(*args, env=fake_family, check=False)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "error" in lines[0], proc.stderr
+
+
+def test_every_command_has_help():
+    for args in (
+        ["--help"],
+        ["doctor", "--help"],
+        ["jit", "--help"],
+        *[
+            ["jit", c, "--help"]
+            for c in ("list", "status", "prebuild", "prune", "clear", "forget-failures")
+        ],
+    ):
+        proc = _cli(*args, check=False)
+        assert proc.returncode == 0 and "usage:" in proc.stdout, args
+
+
+def test_import_does_not_import_torch_or_tvm_ffi():
+    proc = run_python(
+        "import sys, oasr_jit; print('torch' in sys.modules, 'tvm_ffi' in sys.modules)"
+    )
+    assert proc.stdout.strip() == "False False"
+
+
+def test_console_script_is_installed():
+    from importlib.metadata import entry_points
+
+    scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
+    assert scripts.get("oasr") == "oasr_jit.cli:main"
