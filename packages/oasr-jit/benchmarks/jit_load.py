@@ -36,6 +36,18 @@ print(json.dumps({"torch_import_s": t1 - t0, "key_s": t2 - t1, "load_s": t3 - t2
 """
 
 
+PROFILE = r"""
+import cProfile, pstats, torch
+profile = cProfile.Profile()
+profile.enable()
+import oasr_jit
+from oasr_jit.selftest import gen_selftest_module
+gen_selftest_module().build_and_load()
+profile.disable()
+pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+"""
+
+
 def run_probe(env) -> dict:
     out = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
@@ -47,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json")
+    parser.add_argument("--profile", action="store_true", help="cProfile one warm load")
     args = parser.parse_args()
     env = dict(os.environ, OASR_JIT_DIR=tempfile.mkdtemp(prefix="oasr-jit-bench-"))
     start = time.perf_counter()
@@ -62,6 +75,8 @@ def main() -> None:
         values = sorted(w[field] for w in warm)
         result[f"warm_{field}_median"] = statistics.median(values)
         result[f"warm_{field}_max"] = values[-1]
+    if args.profile:
+        subprocess.run([sys.executable, "-c", PROFILE], env=env, check=True)
     for k, v in result.items():
         print(f"{k:36} {v:.4f}" if isinstance(v, float) else f"{k:36} {v}")
     if args.json:

@@ -44,11 +44,13 @@ def test_row_sum(selftest, dtype, cols, rows):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_row_sum_strided_and_unaligned_views(selftest, dtype):
     base = torch.randn(8, 3, 1000, device="cuda").to(dtype)
-    for view in (base[..., :640], base[..., 1:641], base[:, 1], base[::2]):
+    for view in (base[..., :640], base[..., 1:641], base[:, 1], base[::2, 1]):
         out = poisoned((view.numel() // view.shape[-1],), dtype=torch.float32)
         selftest.row_sum(out, view)
         want = view.double().sum(-1).flatten().float()
         torch.testing.assert_close(out, want, rtol=1e-4, atol=5e-2)
+    with pytest.raises(ValueError, match="uniformly strided rows"):
+        selftest.row_sum(torch.empty(12, device="cuda"), base[::2])  # steps 6000, then 1000
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -87,7 +89,7 @@ def test_refusals_raise_and_leave_the_context_healthy(selftest):
         selftest.row_sum(out, torch.randn(64, 4, device="cuda").t())
     with pytest.raises(ValueError, match="16-byte aligned"):
         y = torch.randn(1001, device="cuda")
-        selftest.scale(torch.empty(1000, device="cuda"), y[1:])
+        selftest.scale(torch.empty(1000, device="cuda"), y[1:], 2.0)
     _healthy(selftest)
 
 

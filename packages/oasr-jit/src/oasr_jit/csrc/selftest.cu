@@ -80,7 +80,7 @@ void row_sum(TensorView out, TensorView x) {
   OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
     const T* x_ptr = reinterpret_cast<const T*>(data_bytes(x));
     float* out_ptr = reinterpret_cast<float*>(data_bytes(out));
-    const bool vectorized = is_aligned_16(x) && rows.row_stride % kVec128<T> == 0;
+    const bool vectorized = is_aligned_16(x) && rows.cols % kVec128<T> == 0;
     dim3 grid(static_cast<unsigned>(rows.rows));
     if (vectorized) {
       selftest::row_sum_kernel<T, true><<<grid, selftest::kRowSumThreads, 0, scope.stream()>>>(

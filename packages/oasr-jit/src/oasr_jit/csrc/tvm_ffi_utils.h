@@ -163,24 +163,26 @@ inline void check_last_dim_contiguous(const TensorView& t, const char* name) {
   }
 }
 
-// 16-byte alignment for 128-bit vector access: the base address and every stride (in bytes)
-// of a dimension longer than one, except the unit-stride last one.
+// 16-byte alignment for 128-bit vector access: every row starts on a 16-byte boundary (the base
+// address and the byte stride of every dimension longer than one, except the unit-stride last,
+// are multiples of 16). Whether a row's *length* is a whole number of vectors is the kernel's
+// business: most handle a scalar tail.
 inline bool is_aligned_16(const TensorView& t) {
   if (reinterpret_cast<uintptr_t>(data_bytes(t)) % 16 != 0) return false;
   for (int i = 0; i + 1 < t.ndim(); ++i) {
     if (t.size(i) > 1 && (t.stride(i) * element_bytes(t)) % 16 != 0) return false;
   }
-  return t.ndim() == 0 || (t.size(-1) * element_bytes(t)) % 16 == 0;
+  return true;
 }
 
 inline void check_aligned_16(const TensorView& t, const char* name) {
   if (!is_aligned_16(t)) {
-    TVM_FFI_THROW(ValueError) << name << " must be 16-byte aligned (base address, row strides "
-                              << "and row length in bytes), got shape " << shape_str(t)
-                              << " strides " << strides_str(t) << " dtype "
-                              << dtype_name(t.dtype()) << "; pad the last dimension to a "
-                              << "multiple of " << 16 / std::max<int64_t>(element_bytes(t), 1)
-                              << " elements or call .contiguous() on an aligned buffer";
+    TVM_FFI_THROW(ValueError) << name << " must be 16-byte aligned (its base address and row "
+                              << "strides in bytes), got shape " << shape_str(t) << " strides "
+                              << strides_str(t) << " dtype " << dtype_name(t.dtype())
+                              << "; pad rows to a multiple of "
+                              << 16 / std::max<int64_t>(element_bytes(t), 1)
+                              << " elements or pass a fresh (contiguous) tensor";
   }
 }
 
