@@ -123,71 +123,40 @@ def wheels(session: nox.Session) -> None:
     """Build every wheel, install them (not editable) into a clean env, run the tests from them."""
     dist = Path(tempfile.mkdtemp(prefix="oasr-wheels-"))
     packages = _local_packages()
+    env = {}
     if _no_venv(session):
-        # No index: build without isolation and test in a fresh venv that sees the system's
-        # packages (torch, TVM-FFI, ...) but has our wheels installed into it.
+        # No index (the GPU machine, whose python is itself a venv): build without isolation,
+        # install the wheels into a private directory first on PYTHONPATH, so they shadow any
+        # editable install while torch, TVM-FFI and pytest come from the interpreter.
+        python = _python(session)
         for pkg in packages:
-            session.run(
-                _python(session),
-                "-m",
-                "pip",
-                "wheel",
-                "--no-deps",
-                "--no-build-isolation",
-                "-w",
-                str(dist),
-                str(pkg),
-                silent=True,
-            )
-        env_dir = dist / "venv"
-        session.run(_python(session), "-m", "venv", "--system-site-packages", str(env_dir))
-        python = str(env_dir / "bin" / "python")
-        session.run(
-            python,
-            "-m",
-            "pip",
-            "install",
-            "--no-index",
-            "--no-deps",
-            "--force-reinstall",
-            *map(str, sorted(dist.glob("*.whl"))),
-            silent=True,
-        )
+            session.run(python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                        "-w", str(dist), str(pkg), silent=True)  # fmt: skip
+        site = dist / "site"
+        session.run(python, "-m", "pip", "install", "--no-index", "--no-deps", "--target",
+                    str(site), *map(str, sorted(dist.glob("*.whl"))), silent=True)  # fmt: skip
+        env["PYTHONPATH"] = str(site)
+        installed_under = str(site)
     else:
         session.install("pip", "hatchling")
         for pkg in packages:
-            session.run(
-                "python", "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(pkg), silent=True
-            )
+            session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(pkg),
+                        silent=True)  # fmt: skip
         session.install(TORCH_CPU, *TEST_TOOLS)
         session.install("--no-deps", CUTLASS)
         session.install(*map(str, sorted(dist.glob("*.whl"))))
         python = "python"
-    # Run each package's tests from a copy outside the repository, so only the wheel is importable.
-    workdir = dist / "tests"
+        installed_under = "site-packages"
+    check = f"import oasr_jit; assert {installed_under!r} in oasr_jit.__file__, oasr_jit.__file__"
+    session.run(python, "-c", check, env=env, silent=True)
+    # Each package's tests run from a copy outside the repository: only the wheel is importable.
     for pkg in packages:
         if not (pkg / "tests").is_dir():
             continue
-        target = workdir / pkg.name
+        target = dist / "tests" / pkg.name
         shutil.copytree(pkg / "tests", target)
-        session.run(
-            python,
-            "-c",
-            "import oasr_jit, sys; assert 'site-packages' in oasr_jit.__file__, oasr_jit.__file__",
-            silent=True,
-        )
-        session.run(
-            python,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(target),
-            str(target),
-            *session.posargs,
-            env={"OASR_REPO_ROOT": str(ROOT)},
-        )
+        session.run(python, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(target),
+                    str(target), *session.posargs, env=env)  # fmt: skip
 
 
 def _family_session(name: str, pkg: Path) -> None:
