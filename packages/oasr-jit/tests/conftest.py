@@ -59,3 +59,13 @@ def host_source(tmp_path) -> Path:
     src.parent.mkdir()
     src.write_text("#ifndef ADDEND\n#define ADDEND 1\n#endif\n" + HOST_SOURCE)
     return src
+
+
+def pytest_configure(config):
+    # Registered here too (not only in the repository's pyproject.toml), so the tests run from a
+    # wheel's copy outside the repository (nox -s wheels) know them.
+    for line in (
+        "gpu: needs a CUDA GPU (skipped without one)",
+        "multigpu: needs two or more CUDA GPUs (skipped otherwise)",
+    ):
+        config.addinivalue_line("markers", line)

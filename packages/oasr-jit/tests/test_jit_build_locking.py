@@ -121,7 +121,7 @@ def test_in_process_failure_memo_and_rearm(tmp_path, counting_cxx):
 def test_waiters_get_the_builders_failure(tmp_path, counting_cxx):
     src = tmp_path / "bad.cc"
     src.write_text("#include <tvm/ffi/function.h>\n#error deliberate failure\n")
-    counting_cxx.slow_down(3.0)
+    counting_cxx.slow_down(5.0)  # the waiters must arrive while the builder compiles
     code = BUILD_AND_CALL.format(src=str(src)).replace("shared_mod", "failing_shared")
     builder = _spawn(code)
     _wait_for(lambda: counting_cxx.compiles == 1, what="the builder's compile")

@@ -52,7 +52,7 @@ def holder_token(path: Path) -> str | None:
 def is_locked(path: Path) -> bool:
     """Whether some process holds the lock at ``path``; creates nothing."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDONLY)  # flock needs no write access: works on read-only caches
     except FileNotFoundError:
         return False
     try:
