@@ -99,13 +99,14 @@ def test_in_process_failure_memo_and_rearm(tmp_path, counting_cxx):
     src = tmp_path / "bad.cc"
     src.write_text("#error deliberate failure\n")
     spec = gen_jit_spec("failing", [src])
-    with pytest.raises(JitBuildError, match="deliberate failure"):
+    with pytest.raises(JitBuildError, match="deliberate failure") as first:
         spec.build()
     assert counting_cxx.compiles == 1
     # Same key, same process: the remembered error, no compile (also through a new spec object).
-    with pytest.raises(JitBuildError, match="deliberate failure"):
+    with pytest.raises(JitBuildError, match="deliberate failure") as again:
         gen_jit_spec("failing", [src]).build_and_load()
     assert counting_cxx.compiles == 1
+    assert again.value is not first.value and again.value.output == first.value.output
     # Fixing the cause makes a new key: builds at once.
     src.write_text("int ok() { return 1; }\n")
     gen_jit_spec("failing", [src]).build()

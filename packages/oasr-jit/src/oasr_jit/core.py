@@ -255,7 +255,7 @@ class JitSpec:
         with _state_lock:
             failure = _failed.get(plan.key)
         if failure is not None:
-            raise failure
+            raise failure.again()
         if not is_complete_shared_object(self.lib_path):
             plan.build_locked()
         return self.lib_path
@@ -515,6 +515,7 @@ def _write_failure(path: Path, error: JitBuildError, token: str) -> None:
     record = {
         "command": error.command,
         "output": error.output,
+        "hint": error.hint,
         "token": token,
         "time": time.time(),
         "pid": os.getpid(),
@@ -546,8 +547,9 @@ def gen_jit_spec(
     extra_include_dirs: Sequence | None = None,
     use_cutlass: bool = False,
 ) -> JitSpec:
-    """A module compiled from source files: CUDA (``.cu``, nvcc) and/or host C++ (``.cc``,
-    ``.cpp``; ``$CXX``). ``use_cutlass`` adds the CUTLASS include dirs (keyed by its version)."""
+    """A module compiled from source files (paths, or `SourceFile`s): CUDA (``.cu``, nvcc) and/or
+    host C++ (``.cc``, ``.cpp``; ``$CXX``). ``use_cutlass`` adds the CUTLASS include dirs (keyed
+    by its version stamp)."""
     return JitSpec(
         name,
         [_as_source(s) for s in sources],
@@ -595,12 +597,12 @@ def gen_jinja_jit_spec(
         SourceFile(name=file_name, text=render_template(template, context))
         for file_name, template, context in templates
     ]
-    return JitSpec(
+    return gen_jit_spec(
         name,
-        rendered + [_as_source(s) for s in sources],
-        extra_cflags=_flag_list(extra_cflags, "extra_cflags"),
-        extra_cuda_cflags=_flag_list(extra_cuda_cflags, "extra_cuda_cflags"),
-        extra_ldflags=_flag_list(extra_ldflags, "extra_ldflags"),
-        extra_include_dirs=[Path(d) for d in (extra_include_dirs or [])],
+        [*rendered, *sources],
+        extra_cflags=extra_cflags,
+        extra_cuda_cflags=extra_cuda_cflags,
+        extra_ldflags=extra_ldflags,
+        extra_include_dirs=extra_include_dirs,
         use_cutlass=use_cutlass,
     )

@@ -31,6 +31,7 @@ class JitBuildError(RuntimeError):
         self.key = key
         self.command = command
         self.output = output
+        self.hint = hint
         first = first_error_line(output)
         parts = [
             f"JIT build of module '{module}' failed: {first}",
@@ -42,6 +43,10 @@ class JitBuildError(RuntimeError):
         if hint:
             parts.append(f"  hint: {hint}")
         super().__init__("\n".join(p for p in parts if p))
+
+    def again(self) -> JitBuildError:
+        """A fresh instance for a repeated failure (no traceback or notes of the first call)."""
+        return JitBuildError(self.module, self.key, self.command, self.output, self.hint)
 
 
 class JitBuildLockTimeout(RuntimeError):
