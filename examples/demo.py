@@ -3,7 +3,9 @@
 1. a host-only C++ module: built, loaded and called on CPU tensors;
 2. the core's CUDA self-test module compiled for sm_90a (no GPU needed to compile);
 3. on a GPU: its kernels launched eagerly and inside a CUDA graph captured on a side stream,
-   checked against PyTorch.
+   checked against PyTorch;
+4. the norm family (when installed): a Conformer-style fused add + LayerNorm and a SwooshR,
+   checked against PyTorch (on a machine without a GPU, their PyTorch twins).
 
 Run it with `python3 -m pip install nox && python3 -m nox -s demo`.
 """
@@ -80,6 +82,36 @@ def gpu_launches(spec) -> None:
     print("[demo] row_sum captured in a CUDA graph on a side stream, replayed 3x: ok")
 
 
+def norm_family(has_gpu: bool) -> None:
+    try:
+        import oasr_norm
+    except ImportError:
+        print("[demo] oasr-norm not installed: norm example skipped")
+        return
+    import torch
+    import torch.nn.functional as F
+
+    device = "cuda" if has_gpu else "cpu"
+    ops = oasr_norm if has_gpu else oasr_norm.twins
+    x = torch.randn(8, 250, 512, device=device, dtype=torch.float16)
+    residual = torch.randn_like(x)
+    w, b = (
+        torch.randn(512, device=device, dtype=x.dtype),
+        torch.randn(512, device=device, dtype=x.dtype),
+    )
+    y, s = ops.add_layer_norm(x, residual, w, b, 1e-5)
+    assert torch.equal(s, x + residual)
+    ref = F.layer_norm((x + residual).float(), (512,), w.float(), b.float(), 1e-5).half()
+    torch.testing.assert_close(y, ref, rtol=1e-3, atol=2e-3)
+    z = ops.swoosh_r(y)
+    swoosh = (
+        torch.logaddexp(torch.zeros_like(y.float()), y.float() - 1) - 0.08 * y.float() - 0.313261687
+    )
+    torch.testing.assert_close(z, swoosh.half(), rtol=1e-3, atol=2e-3)
+    where = "kernels on " + torch.cuda.get_device_name() if has_gpu else "PyTorch twins (no GPU)"
+    print(f"[demo] norm: add_layer_norm + swoosh_r on [8, 250, 512] fp16 ok ({where})")
+
+
 def main() -> None:
     host_module()
     import torch
@@ -92,6 +124,7 @@ def main() -> None:
         gpu_launches(spec)
     else:
         print("[demo] no GPU: kernel launches skipped (compiled only)")
+    norm_family(has_gpu)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def test_lazy_reexport(tmp_path):
         assert "fake_layer_norm" in dir(oasr)
         assert oasr.fake_layer_norm(21) == 42
         assert "fakenorm_ops" in sys.modules
-        assert list(oasr.families()) == ["fakenorm"]
+        assert "fakenorm" in oasr.families()
         print("ok")
     """,
         site,

@@ -1,7 +1,9 @@
-"""The ``oasr`` command: ``oasr doctor`` and ``oasr jit list|status|prebuild|prune|clear|
-forget-failures``; installed packages add subcommands through the ``oasr.cli`` entry points.
+"""The ``oasr`` command: ``oasr doctor``, ``oasr jit list|status|prebuild|prune|clear|
+forget-failures`` and ``oasr bench <family>``; installed packages add subcommands through the
+``oasr.cli`` entry points.
 
-Nothing here imports torch (``oasr doctor --selftest`` aside, which runs a kernel).
+Nothing here imports torch, except ``oasr doctor --selftest`` (it runs a kernel) and ``oasr bench``
+(it times them).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from . import __version__, env
+from .bench import DEFAULT_REPS as DEFAULT_BENCH_REPS
 from .families import CLI_ENTRY_POINT_GROUP, discover_families, entry_points
 
 
@@ -301,6 +305,68 @@ def cmd_jit_forget_failures(args) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# oasr bench <family>
+
+
+def _check_bench_args(args) -> None:
+    """Everything that can be refused before torch is imported or a case is timed."""
+    from . import bench
+
+    if args.reps < 1:
+        raise SystemExit(f"oasr: error: --reps must be at least 1, got {args.reps}")
+    if args.plot and Path(args.plot).suffix.lower() != ".png":
+        raise SystemExit(f"oasr: error: --plot must name a .png file, got {args.plot}")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise SystemExit(f"oasr: error: {option} {path}: its directory does not exist")
+    families = bench.bench_families()
+    if args.family not in families:
+        known = ", ".join(families) or "none installed"
+        raise SystemExit(
+            f"oasr: error: no benchmark routines for family {args.family!r} (installed: {known})"
+        )
+    if args.plot:
+        try:
+            bench.require_matplotlib()
+        except ImportError as exc:
+            raise SystemExit(f"oasr: error: --plot: {exc}") from exc
+
+
+def _print_progress(idx: int, total: int, result: dict) -> None:
+    if result["error"]:
+        verdict = f"FAILED: {result['error']}"
+    else:
+        verdict = (
+            f"{result['oasr_us']:.2f} µs vs {result['peer_us']:.2f} µs ({result['peer_name']}): "
+            f"{result['ratio']:.2f}x"
+        )
+    print(f"[{idx + 1}/{total}] {result['name']}: {verdict}", file=sys.stderr, flush=True)
+
+
+def cmd_bench(args) -> int:
+    from . import bench
+
+    _check_bench_args(args)
+    if args.list:
+        for case in bench.collect_cases(args.family, args.suite, args.filter):
+            print(case.name)
+        return 0
+    header, results = bench.run(
+        args.family, args.suite, args.filter, reps=args.reps, progress=_print_progress
+    )
+    print(bench.format_header(header))
+    print()
+    print(bench.format_table(results))
+    if args.json:
+        bench.write_json(args.json, header, results)
+        print(f"wrote {args.json}")
+    if args.plot:
+        bench.plot(args.plot, results, header)
+        print(f"wrote {args.plot}")
+    return 1 if any(r["error"] for r in results) else 0
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -355,6 +421,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = jsub.add_parser("forget-failures", help="drop recorded build failures")
     p.set_defaults(func=cmd_jit_forget_failures)
+
+    p = sub.add_parser(
+        "bench",
+        help="time a family's ops against their PyTorch peers (GPU)",
+        description="Check each case against its PyTorch peer, then time both, interleaved, in "
+        "this process (CUDA-graph replays for calls under 20 µs, inputs rotated past L2); print "
+        "medians, the ratio peer/OASR (> 1: OASR is faster), GB/s and the % of the measured "
+        "copy ceiling. Exits 1 if a case fails its check.",
+    )
+    p.add_argument("family", help="a family with benchmark routines, e.g. norm")
+    p.add_argument("--suite", default="asr", help="which set of cases (default asr; also quick)")
+    p.add_argument(
+        "--filter", metavar="SUBSTRING", help="only cases whose name holds it (any case)"
+    )
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=DEFAULT_BENCH_REPS,
+        metavar="N",
+        help=f"timed samples per side; the median is reported (default {DEFAULT_BENCH_REPS})",
+    )
+    p.add_argument("--list", action="store_true", help="list the cases and exit (no GPU needed)")
+    p.set_defaults(func=cmd_bench)
 
     for ep in entry_points(CLI_ENTRY_POINT_GROUP):
         try:

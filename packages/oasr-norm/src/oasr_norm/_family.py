@@ -1,0 +1,51 @@
+"""The norm family's registration with the JIT core (cheap to import: no torch, no build)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oasr_jit import Family
+
+from ._version import __version__
+
+EXPORTS = (
+    # normalization
+    "layer_norm",
+    "rms_norm",
+    "add_layer_norm",
+    "add_rms_norm",
+    "bias_norm",
+    "batch_norm1d",
+    "fold_batch_norm",
+    "group_norm",
+    # activations
+    "gelu",
+    "gelu_tanh",
+    "sigmoid",
+    "tanh",
+    "relu",
+    "swish",
+    "swoosh_l",
+    "swoosh_r",
+    "glu",
+    # softmax
+    "softmax",
+    "log_softmax",
+    "masked_softmax",
+)
+
+
+def _production_specs(arch):
+    from ._jit import production_specs
+
+    return production_specs(arch)
+
+
+FAMILY = Family(
+    name="norm",
+    version=__version__,
+    module="oasr_norm",
+    include_dir=Path(__file__).resolve().parent / "include",
+    production_specs=_production_specs,
+    exports=EXPORTS,
+)

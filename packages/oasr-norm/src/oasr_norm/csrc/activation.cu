@@ -1,0 +1,75 @@
+// Launchers of the elementwise activations and GLU (module oasr_activation).
+#include "oasr/common/arch_facts.h"
+#include "oasr/norm/activation.cuh"
+#include "tvm_ffi_utils.h"
+
+using namespace oasr;
+
+namespace {
+
+int checked_num_sms(const DeviceScope& scope) {
+  const int sms = num_sms(scope.device_id());
+  if (sms == 0) {
+    TVM_FFI_THROW(RuntimeError) << "cannot read the multiprocessor count of cuda:"
+                                << scope.device_id();
+  }
+  return sms;
+}
+
+}  // namespace
+
+// out = act(x), x [..., C] (uniformly strided rows), out contiguous; out may be x itself.
+// `activation` is a norm::Activation code other than kNone.
+void activation(TensorView out, TensorView x, int64_t activation) {
+  DeviceScope scope(out);
+  scope.check_same_device(x, "x");
+  check_same_dtype(out, "out", x, "x");
+  check_same_shape(out, "out", x, "x");
+  check_contiguous(out, "out");
+  const RowView rows = as_rows(x, "x");
+  const bool in_place = data_bytes(out) == data_bytes(x) && x.IsContiguous();
+  if (!in_place) check_no_overlap(out, "out", x, "x");
+  if (activation <= 0 || activation >= int64_t(norm::Activation::kCount)) {
+    TVM_FFI_THROW(ValueError) << "activation code must be in [1, "
+                              << int64_t(norm::Activation::kCount) << "), got " << activation;
+  }
+  if (rows.rows == 0 || rows.cols == 0) return;
+  const int sms = checked_num_sms(scope);
+  OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
+    const norm::ActivationArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
+                                    reinterpret_cast<const T*>(data_bytes(x)), rows.rows,
+                                    rows.cols, rows.row_stride};
+    norm::dispatch_activation(static_cast<norm::Activation>(activation), [&](auto act) {
+      check_cuda_status(norm::launch_activation<decltype(act)::value>(a, sms, scope.stream()),
+                        "activation kernel");
+    });
+  });
+}
+
+// out = a * sigmoid(b) with [a | b] = x [..., 2C] (uniformly strided rows), out [..., C].
+void glu(TensorView out, TensorView x) {
+  DeviceScope scope(out);
+  scope.check_same_device(x, "x");
+  check_same_dtype(out, "out", x, "x");
+  check_contiguous(out, "out");
+  const RowView rows = as_rows(x, "x");
+  if (x.ndim() == 0 || rows.cols % 2 != 0) {
+    TVM_FFI_THROW(ValueError) << "x must have an even last dimension (GLU halves it), got shape "
+                              << shape_str(x);
+  }
+  bool shape_ok = out.ndim() == x.ndim() && out.size(-1) == rows.cols / 2;
+  for (int i = 0; shape_ok && i + 1 < x.ndim(); ++i) shape_ok = out.size(i) == x.size(i);
+  if (!shape_ok) {
+    TVM_FFI_THROW(ValueError) << "out must be x's shape " << shape_str(x)
+                              << " with the last dimension halved, got " << shape_str(out);
+  }
+  check_no_overlap(out, "out", x, "x");
+  if (rows.rows == 0 || rows.cols == 0) return;
+  const int sms = checked_num_sms(scope);
+  OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
+    const norm::GluArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
+                             reinterpret_cast<const T*>(data_bytes(x)), rows.rows, rows.cols / 2,
+                             rows.row_stride};
+    check_cuda_status(norm::launch_glu(a, sms, scope.stream()), "glu kernel");
+  });
+}

@@ -1,0 +1,75 @@
+// Elementwise activations in float, shared by the activation kernels and the norm epilogues.
+// The Activation codes are part of the launcher ABI: oasr_norm._checks.NORM_ACTIVATIONS lists
+// the same names in the same order.
+#pragma once
+
+#include "oasr/common/types.h"
+
+namespace oasr::norm {
+
+enum class Activation : int {
+  kNone = 0,
+  kSwish = 1,     // x * sigmoid(x)  (SiLU)
+  kRelu = 2,
+  kGelu = 3,      // exact: 0.5 x (1 + erf(x / sqrt(2)))
+  kGeluTanh = 4,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  kSigmoid = 5,
+  kTanh = 6,
+  kSwooshL = 7,   // Zipformer: log(1 + e^(x-4)) - 0.08 x - 0.035
+  kSwooshR = 8,   // Zipformer: log(1 + e^(x-1)) - 0.08 x - 0.313261687
+  kCount = 9,
+};
+
+// log(1 + e^z) = max(z, 0) + log(1 + e^-|z|) without overflow, on the hardware exp2/log2
+// (7 PTX instructions; log1pf(expf(z)) is ~70 and made the 16-bit Swoosh kernels compute-bound:
+// a memory-bound fp16 kernel on the H200 has ~40 instructions per element at 75% of copy
+// bandwidth). Absolute error <= ~3e-7 (__log2f is absolute-accurate to 2^-22 on [1, 2]), which
+// is what Swoosh's -0.08 x - 0.035 sees; matches torch.logaddexp(0, z) to that, not to an ulp of
+// tiny results (z << 0).
+OASR_DEVICE float softplus(float z) {
+  const float u = exp2f(-fabsf(z) * 1.44269504088896341f);  // e^-|z| in (0, 1]
+  return fmaxf(z, 0.0f) + __log2f(1.0f + u) * 0.69314718055994531f;
+}
+
+template <Activation kAct>
+OASR_DEVICE float activate(float x) {
+  if constexpr (kAct == Activation::kNone) {
+    return x;
+  } else if constexpr (kAct == Activation::kSwish) {
+    return x / (1.0f + expf(-x));
+  } else if constexpr (kAct == Activation::kRelu) {
+    return x < 0.0f ? 0.0f : x;  // NaN passes through, as in torch.relu
+  } else if constexpr (kAct == Activation::kGelu) {
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  } else if constexpr (kAct == Activation::kGeluTanh) {
+    const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  } else if constexpr (kAct == Activation::kSigmoid) {
+    return 1.0f / (1.0f + expf(-x));
+  } else if constexpr (kAct == Activation::kTanh) {
+    return tanhf(x);
+  } else if constexpr (kAct == Activation::kSwooshL) {
+    return softplus(x - 4.0f) - 0.08f * x - 0.035f;
+  } else {
+    static_assert(kAct == Activation::kSwooshR, "unhandled Activation");
+    return softplus(x - 1.0f) - 0.08f * x - 0.313261687f;
+  }
+}
+
+// The activation chosen at run time (a uniform branch: every thread of a launch takes the same
+// arm), for epilogues where one more template axis would multiply the instantiations.
+OASR_DEVICE float activate(Activation act, float x) {
+  switch (act) {
+    case Activation::kSwish: return activate<Activation::kSwish>(x);
+    case Activation::kRelu: return activate<Activation::kRelu>(x);
+    case Activation::kGelu: return activate<Activation::kGelu>(x);
+    case Activation::kGeluTanh: return activate<Activation::kGeluTanh>(x);
+    case Activation::kSigmoid: return activate<Activation::kSigmoid>(x);
+    case Activation::kTanh: return activate<Activation::kTanh>(x);
+    case Activation::kSwooshL: return activate<Activation::kSwooshL>(x);
+    case Activation::kSwooshR: return activate<Activation::kSwooshR>(x);
+    default: return x;
+  }
+}
+
+}  // namespace oasr::norm

@@ -1,0 +1,329 @@
+// Row normalizations over the last dimension: LayerNorm, RMSNorm and Zipformer's BiasNorm, with
+// an optional fused residual add before and an activation after.
+//
+//   sum  = round_T(x + residual)                        (kAdd; stored to residual_out)
+//   v    = kAdd ? sum : x                               per row of C values, in float
+//   LayerNorm  y = (v - mean(v)) * rsqrt(var(v) + eps) * weight + beta
+//   RMSNorm    y = v * rsqrt(mean(v^2) + eps) * weight
+//   BiasNorm   y = v * rsqrt(mean((v - center)^2) + eps) * exp(log_scale)
+//   out  = round_T(activation(y))
+//
+// Numerics. The residual sum is rounded to the storage dtype before the statistics, exactly as the
+// unfused pair (torch.add, then the norm) would see it. Statistics are float: the mean first, then
+// the sum of squared deviations from it (two passes over registers, no E[x^2] - mean^2
+// cancellation). The affine is written as fmaf(n, w, beta) so every instantiation rounds alike.
+//
+// Two kernel shapes, one template each:
+//  * register-resident: a row lives in registers, kThreadsPerRow threads x kItems 128-bit vectors
+//    each; a warp per row (4 rows per 128-thread block) up to 8 vectors a lane, a block per row
+//    beyond. One read of the input, one write of the output.
+//  * looped: a block per row of any width or alignment, re-reading the row from L2 for each pass.
+#pragma once
+
+#include "oasr/common/reduction.h"
+#include "oasr/common/types.h"
+#include "oasr/common/vec_dtypes.h"
+#include "oasr/norm/activation_functors.cuh"
+
+namespace oasr::norm {
+
+enum class RowNormKind : int { kLayer = 0, kRms = 1, kBias = 2 };
+
+// Everything a launch needs; pointers that an op does not use are null.
+template <typename T>
+struct RowNormArgs {
+  T* out = nullptr;                  // [rows, cols], contiguous
+  T* residual_out = nullptr;         // [rows, cols] row stride residual_out_stride (kAdd)
+  const T* x = nullptr;              // [rows, cols] row stride x_stride
+  const T* residual = nullptr;       // [rows, cols] row stride residual_stride (kAdd)
+  const T* weight = nullptr;         // [cols] or null (= 1)
+  const T* beta = nullptr;           // [cols] or null (= 0); LayerNorm's bias
+  const T* center = nullptr;         // [cols]; BiasNorm's bias
+  const T* log_scale = nullptr;      // [1]; BiasNorm's scale, as a log
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t x_stride = 0;
+  int64_t residual_stride = 0;
+  int64_t residual_out_stride = 0;
+  float eps = 0.0f;
+  RowNormKind kind = RowNormKind::kLayer;
+  Activation activation = Activation::kNone;
+};
+
+namespace detail {
+
+// Per-element parameters of one row position, in float.
+template <typename T>
+struct Affine {
+  const T* weight;
+  const T* beta;
+  const T* center;
+  OASR_DEVICE float w(int64_t c) const { return weight ? to_float(weight[c]) : 1.0f; }
+  OASR_DEVICE float b(int64_t c) const { return beta ? to_float(beta[c]) : 0.0f; }
+  OASR_DEVICE float ctr(int64_t c) const { return to_float(center[c]); }
+};
+
+template <RowNormKind kKind>
+OASR_DEVICE float normalize(float v, float mean, float scale, float w, float b) {
+  if constexpr (kKind == RowNormKind::kLayer) {
+    return fmaf((v - mean) * scale, w, b);
+  } else if constexpr (kKind == RowNormKind::kRms) {
+    return v * scale * w;
+  } else {
+    return v * scale;  // BiasNorm: exp(log_scale) is folded into scale
+  }
+}
+
+// The per-row scale from the row statistic (mean of squares of the deviations).
+template <RowNormKind kKind>
+OASR_DEVICE float row_scale(float mean_sq, float eps, const float bias_norm_gain) {
+  const float r = rsqrtf(mean_sq + eps);
+  return kKind == RowNormKind::kBias ? r * bias_norm_gain : r;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// register-resident rows
+
+template <int kThreadsPerRow>
+constexpr int kRowsPerBlock = kThreadsPerRow < 128 ? 128 / kThreadsPerRow : 1;
+
+template <typename T, RowNormKind kKind, bool kAdd, int kThreadsPerRow, int kItems>
+__global__ void __launch_bounds__(kThreadsPerRow * kRowsPerBlock<kThreadsPerRow>)
+    row_norm_registers_kernel(RowNormArgs<T> args) {
+  static_assert(kThreadsPerRow == 32 || kThreadsPerRow % 128 == 0,
+                "a row is a warp, or a whole block of 128, 256, 512 or 1024 threads");
+  constexpr int N = kVec128<T>;
+  __shared__ float smem_partials[kThreadsPerRow > 32 ? kThreadsPerRow / kWarpSize : 1];
+
+  const int lane = threadIdx.x % kThreadsPerRow;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock<kThreadsPerRow> +
+                      threadIdx.x / kThreadsPerRow;
+  if (row >= args.rows) return;  // whole warps/blocks leave together: no reduction is split
+  const int64_t cols = args.cols;
+
+  auto reduce = [&](float value) {
+    if constexpr (kThreadsPerRow == 32) {
+      return warp_reduce_sum(value);
+    } else {
+      return block_reduce_sum<kThreadsPerRow>(value, smem_partials);
+    }
+  };
+
+  float v[kItems][N];
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t c = (int64_t(i) * kThreadsPerRow + lane) * N;
+    if (c < cols) {
+      Vec<T, N> xv;
+      xv.load(args.x + row * args.x_stride + c);
+      if constexpr (kAdd) {
+        Vec<T, N> rv;
+        rv.load(args.residual + row * args.residual_stride + c);
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          xv[j] = from_float<T>(__fadd_rn(to_float(xv[j]), to_float(rv[j])));
+        }
+        xv.store(args.residual_out + row * args.residual_out_stride + c);
+      }
+      xv.to_float(v[i]);
+#pragma unroll
+      for (int j = 0; j < N; ++j) sum += v[i][j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) v[i][j] = 0.0f;
+    }
+  }
+
+  const float inv_cols = 1.0f / float(cols);
+  float mean = 0.0f;
+  float sq = 0.0f;
+  if constexpr (kKind == RowNormKind::kLayer) {
+    mean = reduce(sum) * inv_cols;
+  }
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t c = (int64_t(i) * kThreadsPerRow + lane) * N;
+    if (c < cols) {
+      Vec<T, N> center;
+      if constexpr (kKind == RowNormKind::kBias) center.load(args.center + c);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        float d = v[i][j];
+        if constexpr (kKind == RowNormKind::kLayer) d -= mean;
+        if constexpr (kKind == RowNormKind::kBias) d -= to_float(center[j]);
+        sq += d * d;
+      }
+    }
+  }
+  const float gain = kKind == RowNormKind::kBias ? expf(to_float(args.log_scale[0])) : 1.0f;
+  const float scale = detail::row_scale<kKind>(reduce(sq) * inv_cols, args.eps, gain);
+
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const int64_t c = (int64_t(i) * kThreadsPerRow + lane) * N;
+    if (c < cols) {
+      Vec<T, N> w, b, y;
+      if (args.weight) w.load(args.weight + c);
+      if (args.beta) b.load(args.beta + c);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float wj = args.weight ? to_float(w[j]) : 1.0f;
+        const float bj = args.beta ? to_float(b[j]) : 0.0f;
+        const float n = detail::normalize<kKind>(v[i][j], mean, scale, wj, bj);
+        y[j] = from_float<T>(activate(args.activation, n));
+      }
+      y.store(args.out + row * cols + c);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// looped rows: any width and alignment
+
+constexpr int kLoopedThreads = 512;
+
+template <typename T, RowNormKind kKind, bool kAdd, bool kVectorized>
+__global__ void __launch_bounds__(kLoopedThreads) row_norm_looped_kernel(RowNormArgs<T> args) {
+  constexpr int N = kVectorized ? kVec128<T> : 1;
+  __shared__ float smem_partials[kLoopedThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  const int64_t cols = args.cols;
+  const T* x = args.x + row * args.x_stride;
+  // With a fused add, later passes re-read the rounded sum this thread itself stored.
+  const T* src = kAdd ? args.residual_out + row * args.residual_out_stride : x;
+  const detail::Affine<T> affine{args.weight, args.beta, args.center};
+  const float inv_cols = 1.0f / float(cols);
+
+  float sum = 0.0f;
+  for (int64_t c = int64_t(threadIdx.x) * N; c < cols; c += int64_t(kLoopedThreads) * N) {
+    Vec<T, N> xv;
+    xv.load(x + c);
+    if constexpr (kAdd) {
+      Vec<T, N> rv;
+      rv.load(args.residual + row * args.residual_stride + c);
+#pragma unroll
+      for (int j = 0; j < N; ++j) xv[j] = from_float<T>(__fadd_rn(to_float(xv[j]), to_float(rv[j])));
+      xv.store(args.residual_out + row * args.residual_out_stride + c);
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) sum += to_float(xv[j]);
+  }
+  float mean = 0.0f;
+  if constexpr (kKind == RowNormKind::kLayer) {
+    mean = block_reduce_sum<kLoopedThreads>(sum, smem_partials) * inv_cols;
+  }
+
+  float sq = 0.0f;
+  for (int64_t c = int64_t(threadIdx.x) * N; c < cols; c += int64_t(kLoopedThreads) * N) {
+    Vec<T, N> sv;
+    sv.load(src + c);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      float d = to_float(sv[j]);
+      if constexpr (kKind == RowNormKind::kLayer) d -= mean;
+      if constexpr (kKind == RowNormKind::kBias) d -= affine.ctr(c + j);
+      sq += d * d;
+    }
+  }
+  const float gain = kKind == RowNormKind::kBias ? expf(to_float(args.log_scale[0])) : 1.0f;
+  const float scale = detail::row_scale<kKind>(
+      block_reduce_sum<kLoopedThreads>(sq, smem_partials) * inv_cols, args.eps, gain);
+
+  for (int64_t c = int64_t(threadIdx.x) * N; c < cols; c += int64_t(kLoopedThreads) * N) {
+    Vec<T, N> sv, y;
+    sv.load(src + c);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const float n =
+          detail::normalize<kKind>(to_float(sv[j]), mean, scale, affine.w(c + j), affine.b(c + j));
+      y[j] = from_float<T>(activate(args.activation, n));
+    }
+    y.store(args.out + row * cols + c);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dispatch
+
+// Whether rows of this launch can be read as whole 128-bit vectors.
+template <typename T>
+inline bool rows_vectorizable(const RowNormArgs<T>& a, bool add) {
+  constexpr int N = kVec128<T>;
+  auto aligned = [](const void* p) { return p == nullptr || is_vec_aligned<T, N>(p); };
+  bool ok = a.cols % N == 0 && a.x_stride % N == 0 && aligned(a.x) && aligned(a.out) &&
+            aligned(a.weight) && aligned(a.beta) && aligned(a.center);
+  if (add) {
+    ok = ok && a.residual_stride % N == 0 && a.residual_out_stride % N == 0 &&
+         aligned(a.residual) && aligned(a.residual_out);
+  }
+  return ok;
+}
+
+template <typename T, RowNormKind kKind, bool kAdd>
+cudaError_t launch_row_norm_kind(const RowNormArgs<T>& args, cudaStream_t stream) {
+  constexpr int N = kVec128<T>;
+  if (rows_vectorizable(args, kAdd)) {
+    // The register-resident shapes, smallest first, as (threads per row, 128-bit vectors per
+    // thread): a row of V vectors takes the first with threads * items >= V (fp16: up to 32768
+    // columns); wider rows loop.
+    const int64_t vectors = args.cols / N;
+    cudaError_t status = cudaErrorNotReady;  // "no register shape fits"
+    auto try_shape = [&](auto threads_c, auto items_c) {
+      constexpr int kThreads = decltype(threads_c)::value;
+      constexpr int kItems = decltype(items_c)::value;
+      if (status != cudaErrorNotReady || vectors > int64_t(kThreads) * kItems) return;
+      constexpr int kRows = kRowsPerBlock<kThreads>;
+      const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(args.rows, kRows)));
+      row_norm_registers_kernel<T, kKind, kAdd, kThreads, kItems>
+          <<<grid, kThreads * kRows, 0, stream>>>(args);
+      status = cudaGetLastError();
+    };
+    using std::integral_constant;
+    try_shape(integral_constant<int, 32>{}, integral_constant<int, 1>{});
+    try_shape(integral_constant<int, 32>{}, integral_constant<int, 2>{});
+    try_shape(integral_constant<int, 32>{}, integral_constant<int, 4>{});
+    try_shape(integral_constant<int, 32>{}, integral_constant<int, 6>{});
+    try_shape(integral_constant<int, 32>{}, integral_constant<int, 8>{});
+    try_shape(integral_constant<int, 128>{}, integral_constant<int, 4>{});
+    try_shape(integral_constant<int, 128>{}, integral_constant<int, 8>{});
+    try_shape(integral_constant<int, 256>{}, integral_constant<int, 8>{});
+    try_shape(integral_constant<int, 512>{}, integral_constant<int, 8>{});
+    if (status != cudaErrorNotReady) return status;
+    row_norm_looped_kernel<T, kKind, kAdd, true>
+        <<<static_cast<unsigned>(args.rows), kLoopedThreads, 0, stream>>>(args);
+    return cudaGetLastError();
+  }
+  row_norm_looped_kernel<T, kKind, kAdd, false>
+      <<<static_cast<unsigned>(args.rows), kLoopedThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+// Launch one row normalization; `add` selects the fused-residual kernels. rows <= 2^31 - 1
+// (checked by the launcher). Instantiated once per dtype in its own translation unit.
+template <typename T>
+cudaError_t launch_row_norm(const RowNormArgs<T>& args, bool add, cudaStream_t stream) {
+  switch (args.kind) {
+    case RowNormKind::kLayer:
+      return add ? launch_row_norm_kind<T, RowNormKind::kLayer, true>(args, stream)
+                 : launch_row_norm_kind<T, RowNormKind::kLayer, false>(args, stream);
+    case RowNormKind::kRms:
+      return add ? launch_row_norm_kind<T, RowNormKind::kRms, true>(args, stream)
+                 : launch_row_norm_kind<T, RowNormKind::kRms, false>(args, stream);
+    case RowNormKind::kBias:
+      return launch_row_norm_kind<T, RowNormKind::kBias, false>(args, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+// Each dtype is compiled in its own translation unit (templates/row_norm.cu.jinja), so nvcc
+// builds them in parallel; everyone else only declares.
+extern template cudaError_t launch_row_norm<float>(const RowNormArgs<float>&, bool, cudaStream_t);
+extern template cudaError_t launch_row_norm<half>(const RowNormArgs<half>&, bool, cudaStream_t);
+extern template cudaError_t launch_row_norm<bfloat16>(const RowNormArgs<bfloat16>&, bool,
+                                                      cudaStream_t);
+
+}  // namespace oasr::norm

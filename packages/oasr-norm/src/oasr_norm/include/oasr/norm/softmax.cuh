@@ -1,0 +1,385 @@
+// Row softmax, log-softmax and the masked attention softmax, in float32.
+//
+//   softmax         y = exp(x - m) / s,  m = max(x), s = sum(exp(x - m))      over each row
+//   log_softmax     y = (x - m) - log(s)
+//   masked_softmax  the softmax of z = scale * scores + bias over the positions a row keeps
+//                   (mask true and key_padding_mask false; the others are z = -inf, output 0).
+//                   A row with no finite z is all zeros, never NaN. Plain softmax keeps torch's
+//                   answer for a row of -inf (NaN).
+//
+// exp(x - m) is exp2(x * log2e - m * log2e): one FFMA and the hardware exp2. The rounding of
+// m * log2e is a common factor of every term of a row and cancels in y = e / s.
+//
+// A row is held in registers while it is reduced (max, then the sum of exp, then the write: one
+// read of the row from memory). By the row's width in vectors of N elements:
+//   <= 32 vectors                   a group of 4..32 lanes of a warp per row, 128-thread blocks
+//   <= 32 * kSoftmaxRegFloats / N   one warp per row, up to kSoftmaxRegFloats values per lane
+//   <= 512 * kSoftmaxRegFloats / N  one block of 128..512 threads per row
+//   longer                          one 1024-thread block per row in two passes: an online
+//                                   (max, sum) over the row, then the write (re-reading the row,
+//                                   mostly from L2)
+// Lane j of a group holds vectors j, j + G, j + 2G, ...: each load instruction of a warp covers
+// consecutive vectors. N is 128 bits of T when every row start is 16-byte aligned and the width a
+// whole number of vectors, 1 otherwise.
+//
+// masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
+// key_padding_mask one element at a time through their own strides: a broadcast dim has stride
+// 0, a relative-position window made with as_strided or a [..., ::ds] slice is read where it is.
+#pragma once
+
+#include <climits>
+
+#include "oasr/common/reduction.h"
+#include "oasr/common/types.h"
+#include "oasr/common/vec_dtypes.h"
+#include "oasr/norm/index_divmod.cuh"
+
+namespace oasr::norm {
+
+constexpr float kLog2e = 1.44269504088896341f;
+// Row values per thread held in registers: a warp holds 1024 values (attention rows up to
+// Tk = 1024), a 512-thread block 16384 (CTC vocabularies up to 16384). A 1024-thread block is
+// held to 64 registers, where ptxas spills 32 values: rows past 16384 take the two-pass kernel.
+constexpr int kSoftmaxRegFloats = 32;
+constexpr int kSoftmaxMaxRowThreads = 512;
+constexpr int kSoftmaxWarpBlockThreads = 128;  // block of the warp-per-row kernels
+constexpr int kSoftmaxLongRowThreads = 1024;
+
+template <typename T>
+struct SoftmaxArgs {
+  T* out;        // [rows, cols] contiguous
+  const T* x;    // [rows, cols], row stride x_stride (elements), unit column stride
+  int64_t rows, cols, x_stride;
+  bool log_output;
+};
+
+// Every operand is [B, H, Tq, Tk] through its strides (0 for a broadcast dim).
+template <typename T, typename TBias>
+struct MaskedSoftmaxArgs {
+  T* out;                             // [B, H, Tq, Tk] contiguous
+  const T* scores;                    // strides scores_stride over B, H, Tq; unit over Tk
+  const TBias* bias;                  // float: T or float32; or null
+  const uint8_t* mask;                // bool, true = attend; or null
+  const uint8_t* key_padding_mask;    // bool [B, Tk], true = padding; or null
+  int64_t batch, heads, q_len, k_len;
+  int64_t scores_stride[3];
+  int64_t bias_stride[4];
+  int64_t mask_stride[4];
+  int64_t kpm_stride[2];
+  float scale;
+};
+
+// What the shared kernel body writes: rows of `cols` values of out.
+template <typename T>
+struct SoftmaxDst {
+  T* out;
+  int64_t rows, cols;
+  bool log_output;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Row sources: construct for a row, then load(col, values) N values at column col.
+
+template <typename T, int N>
+struct DenseRow {
+  using Params = SoftmaxArgs<T>;
+  static constexpr bool kMasked = false;
+  const T* x;
+
+  OASR_DEVICE DenseRow(const Params& p, int64_t row) : x(p.x + row * p.x_stride) {}
+
+  OASR_DEVICE void load(int64_t col, float (&values)[N]) const {
+    Vec<T, N> v;
+    v.load(x + col);
+    v.to_float(values);
+  }
+};
+
+template <typename T, typename TBias>
+struct MaskedRowParams {
+  MaskedSoftmaxArgs<T, TBias> args;
+  IndexDivmod by_q_len;  // row -> (b * H + h, q)
+  IndexDivmod by_heads;  // b * H + h -> (b, h)
+};
+
+template <typename T, typename TBias>
+struct MaskedRow {
+  using Params = MaskedRowParams<T, TBias>;
+  static constexpr bool kMasked = true;
+  const T* scores;
+  const TBias* bias;
+  const uint8_t* mask;
+  const uint8_t* kpm;
+  int64_t bias_step, mask_step, kpm_step;
+  float scale;
+
+  OASR_DEVICE MaskedRow(const Params& p, int64_t row) {
+    const MaskedSoftmaxArgs<T, TBias>& a = p.args;
+    const int64_t bh = p.by_q_len.div(row);
+    const int64_t q = row - bh * a.q_len;
+    const int64_t b = p.by_heads.div(bh);
+    const int64_t h = bh - b * a.heads;
+    scores = a.scores + b * a.scores_stride[0] + h * a.scores_stride[1] + q * a.scores_stride[2];
+    bias = a.bias ? a.bias + b * a.bias_stride[0] + h * a.bias_stride[1] + q * a.bias_stride[2]
+                  : nullptr;
+    mask = a.mask ? a.mask + b * a.mask_stride[0] + h * a.mask_stride[1] + q * a.mask_stride[2]
+                  : nullptr;
+    kpm = a.key_padding_mask ? a.key_padding_mask + b * a.kpm_stride[0] : nullptr;
+    bias_step = a.bias_stride[3];
+    mask_step = a.mask_stride[3];
+    kpm_step = a.kpm_stride[1];
+    scale = a.scale;
+  }
+
+  // Every operand is loaded before the select, so the loads of a row issue together.
+  OASR_DEVICE void load(int64_t k, float (&values)[1]) const {
+    float z = to_float(scores[k]) * scale;
+    if (bias) z += to_float(bias[k * bias_step]);
+    const bool keep = (!mask || mask[k * mask_step] != 0) & (!kpm || kpm[k * kpm_step] == 0);
+    values[0] = keep ? z : -__builtin_huge_valf();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reductions over the threads of one row: lanes of a warp, or the whole block.
+
+template <typename Op, int kGroupThreads, int kBlockThreads>
+OASR_DEVICE float row_reduce(float value, float* smem_partials) {
+  if constexpr (kGroupThreads <= kWarpSize) {
+    return warp_reduce<Op, kGroupThreads>(value);
+  } else {
+    static_assert(kGroupThreads == kBlockThreads, "a row wider than a warp takes the whole block");
+    return block_reduce<Op, kBlockThreads>(value, smem_partials);
+  }
+}
+
+// The shift that exp is taken against: the row max, or 0 for a masked row that kept nothing (so
+// exp(-inf - 0) = 0 and the row writes zeros).
+template <bool kMasked>
+OASR_DEVICE float softmax_shift(float row_max) {
+  if constexpr (kMasked) {
+    return row_max == -__builtin_huge_valf() ? 0.0f : row_max;
+  } else {
+    return row_max;
+  }
+}
+
+// 1 / s, or 0 for a masked row that kept nothing (s = 0). s >= 1 otherwise (the max term is 1),
+// far from where the approximate reciprocal (2 ulp, no slow-path call) flushes.
+template <bool kMasked>
+OASR_DEVICE float softmax_inv_sum(float row_sum) {
+  const float inv_sum = __fdividef(1.0f, row_sum);
+  if constexpr (kMasked) {
+    return row_sum == 0.0f ? 0.0f : inv_sum;
+  } else {
+    return inv_sum;
+  }
+}
+
+template <typename T, int N>
+OASR_DEVICE void store_values(T* ptr, const float (&values)[N]) {
+  Vec<T, N> v;
+  v.from_float(values);
+  v.store(ptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Register-resident rows: kGroupThreads threads per row, kVecs vectors of N per thread.
+
+template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads>
+__global__ void __launch_bounds__(kBlockThreads)
+    softmax_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
+  static_assert(kBlockThreads % kGroupThreads == 0, "whole rows per block");
+  constexpr int kRowsPerBlock = kBlockThreads / kGroupThreads;
+  constexpr float kNegInf = -__builtin_huge_valf();
+  __shared__ float smem_partials[kBlockThreads / kWarpSize];
+  const int lane = threadIdx.x % kGroupThreads;
+  // One tile of rows per block (a grid-stride loop over tiles made ptxas spill a register).
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kGroupThreads;
+  const bool row_valid = row < dst.rows;  // a group past the last row still joins the shuffles
+  const Row src_row(src, row_valid ? row : 0);
+
+  float values[kVecs][N];  // [kVecs, N]: vector j of this lane is column (j * G + lane) * N
+  float thread_max = kNegInf;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int col = (j * kGroupThreads + lane) * N;  // < 512 * kSoftmaxRegFloats
+    if (row_valid && col < dst.cols) {
+      src_row.load(col, values[j]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) values[j][i] = kNegInf;
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) thread_max = fmaxf(thread_max, values[j][i]);
+  }
+  const float row_max =
+      row_reduce<MaxOp, kGroupThreads, kBlockThreads>(thread_max, smem_partials);
+  const float shift_log2 = softmax_shift<Row::kMasked>(row_max) * kLog2e;
+
+  float thread_sum = 0.0f;
+  if (dst.log_output) {
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) thread_sum += exp2f(fmaf(values[j][i], kLog2e, -shift_log2));
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        values[j][i] = exp2f(fmaf(values[j][i], kLog2e, -shift_log2));
+        thread_sum += values[j][i];
+      }
+    }
+  }
+  const float row_sum = row_reduce<SumOp, kGroupThreads, kBlockThreads>(thread_sum, smem_partials);
+
+  if (row_valid) {
+    T* out_row = dst.out + row * dst.cols;
+    const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
+    const float shift = softmax_shift<Row::kMasked>(row_max);
+    const float log_sum = dst.log_output ? logf(row_sum) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+      const int col = (j * kGroupThreads + lane) * N;
+      if (col < dst.cols) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          values[j][i] = dst.log_output ? (values[j][i] - shift) - log_sum
+                                        : values[j][i] * inv_sum;
+        }
+        store_values<T, N>(out_row + col, values[j]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows past the register capacity: a block per row, an online (max, sum) pass, then the write.
+
+template <typename Row, typename T, int N>
+__global__ void __launch_bounds__(kSoftmaxLongRowThreads)
+    softmax_long_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
+  constexpr float kNegInf = -__builtin_huge_valf();
+  __shared__ float smem_partials[kSoftmaxLongRowThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  const Row src_row(src, row);
+  // Running max m and sum s of exp(x - m) over this thread's columns; -inf adds nothing (a
+  // masked position, or torch's all -inf row, which ends as NaN through exp(-inf - -inf)).
+  float m = kNegInf, s = 0.0f;
+  for (int64_t col = int64_t(threadIdx.x) * N; col < dst.cols;
+       col += int64_t(kSoftmaxLongRowThreads) * N) {
+    float values[N];
+    src_row.load(col, values);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const float v = values[i];
+      if (v > m) {
+        s = s * exp2f((m - v) * kLog2e) + 1.0f;
+        m = v;
+      } else if (v != kNegInf) {
+        s += exp2f((v - m) * kLog2e);
+      }
+    }
+  }
+  const float row_max = block_reduce<MaxOp, kSoftmaxLongRowThreads>(m, smem_partials);
+  const float scaled_s = m == kNegInf ? 0.0f : s * exp2f((m - row_max) * kLog2e);
+  const float row_sum = block_reduce<SumOp, kSoftmaxLongRowThreads>(scaled_s, smem_partials);
+
+  const float shift = softmax_shift<Row::kMasked>(row_max);
+  const float shift_log2 = shift * kLog2e;
+  const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
+  const float log_sum = dst.log_output ? logf(row_sum) : 0.0f;
+  T* out_row = dst.out + row * dst.cols;
+  for (int64_t col = int64_t(threadIdx.x) * N; col < dst.cols;
+       col += int64_t(kSoftmaxLongRowThreads) * N) {
+    float values[N];
+    src_row.load(col, values);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      values[i] = dst.log_output ? (values[i] - shift) - log_sum
+                                 : exp2f(fmaf(values[i], kLog2e, -shift_log2)) * inv_sum;
+    }
+    store_values<T, N>(out_row + col, values);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side: the kernel whose capacity first covers the row.
+
+template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads>
+cudaError_t launch_softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Params& src,
+                                cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kBlockThreads / kGroupThreads;
+  const int64_t tiles = ceil_div<int64_t>(dst.rows, kRowsPerBlock);
+  if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
+  const dim3 grid(static_cast<unsigned>(tiles));
+  softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads>
+      <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+  return cudaGetLastError();
+}
+
+template <typename Row, typename T, int N, int kBlockThreads>
+cudaError_t launch_softmax_block_rows(const SoftmaxDst<T>& dst, const typename Row::Params& src,
+                                      int64_t vecs, cudaStream_t stream) {
+  constexpr int kVecs = kSoftmaxRegFloats / N;
+  if constexpr (kBlockThreads <= kSoftmaxMaxRowThreads) {
+    if (vecs <= int64_t(kBlockThreads) * kVecs) {
+      return launch_softmax_rows<Row, T, N, kBlockThreads, kVecs, kBlockThreads>(dst, src, stream);
+    }
+    return launch_softmax_block_rows<Row, T, N, kBlockThreads * 2>(dst, src, vecs, stream);
+  } else {
+    if (dst.rows > INT_MAX) return cudaErrorInvalidValue;
+    const dim3 grid(static_cast<unsigned>(dst.rows));
+    softmax_long_rows_kernel<Row, T, N><<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
+    return cudaGetLastError();
+  }
+}
+
+template <typename Row, typename T, int N, int kVecs>
+cudaError_t launch_softmax_warp_rows(const SoftmaxDst<T>& dst, const typename Row::Params& src,
+                                     int64_t vecs, cudaStream_t stream) {
+  if constexpr (kVecs * N <= kSoftmaxRegFloats) {
+    if (vecs <= int64_t(kWarpSize) * kVecs) {
+      return launch_softmax_rows<Row, T, N, kWarpSize, kVecs, kSoftmaxWarpBlockThreads>(dst, src,
+                                                                                       stream);
+    }
+    return launch_softmax_warp_rows<Row, T, N, kVecs * 2>(dst, src, vecs, stream);
+  } else {
+    return launch_softmax_block_rows<Row, T, N, 128>(dst, src, vecs, stream);
+  }
+}
+
+template <typename Row, typename T, int N>
+cudaError_t launch_softmax_by_width(const SoftmaxDst<T>& dst, const typename Row::Params& src,
+                                    cudaStream_t stream) {
+  constexpr int kBlock = kSoftmaxWarpBlockThreads;
+  const int64_t vecs = ceil_div<int64_t>(dst.cols, N);
+  if (vecs <= 4) return launch_softmax_rows<Row, T, N, 4, 1, kBlock>(dst, src, stream);
+  if (vecs <= 8) return launch_softmax_rows<Row, T, N, 8, 1, kBlock>(dst, src, stream);
+  if (vecs <= 16) return launch_softmax_rows<Row, T, N, 16, 1, kBlock>(dst, src, stream);
+  return launch_softmax_warp_rows<Row, T, N, 1>(dst, src, vecs, stream);
+}
+
+template <typename T>
+cudaError_t launch_softmax(const SoftmaxArgs<T>& a, cudaStream_t stream) {
+  constexpr int N = kVec128<T>;
+  const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
+  const bool vectorized = is_vec_aligned<T, N>(a.x) && is_vec_aligned<T, N>(a.out) &&
+                          a.cols % N == 0 && (a.rows == 1 || a.x_stride % N == 0);
+  if (vectorized) return launch_softmax_by_width<DenseRow<T, N>, T, N>(dst, a, stream);
+  return launch_softmax_by_width<DenseRow<T, 1>, T, 1>(dst, a, stream);
+}
+
+template <typename T, typename TBias>
+cudaError_t launch_masked_softmax(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
+  const int64_t rows = a.batch * a.heads * a.q_len;
+  const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
+  const MaskedRowParams<T, TBias> src{a, IndexDivmod(a.q_len, rows - 1),
+                                      IndexDivmod(a.heads, a.batch * a.heads - 1)};
+  return launch_softmax_by_width<MaskedRow<T, TBias>, T, 1>(dst, src, stream);
+}
+
+}  // namespace oasr::norm

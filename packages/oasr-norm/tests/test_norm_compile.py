@@ -1,0 +1,41 @@
+"""Compile-only smoke of every norm-family module for sm_90a with the real nvcc (no GPU needed):
+what CI can prove about the device code."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from oasr_jit import is_complete_shared_object, parse_arch
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("nvcc") is None and not __import__("os").environ.get("CUDA_HOME"),
+    reason="needs nvcc",
+)
+
+
+@pytest.fixture
+def hopper(monkeypatch):
+    from oasr_jit import arch
+
+    arch._reset_for_tests()
+    monkeypatch.setenv("OASR_CUDA_ARCH_LIST", "9.0a")
+    yield parse_arch("9.0a")
+    arch._reset_for_tests()
+
+
+def test_every_production_module_compiles_for_sm90a(hopper):
+    from oasr_jit import discover_families
+
+    specs = discover_families()["norm"].production_specs(hopper)
+    assert {s.name for s in specs} == {
+        "oasr_norm_rows",
+        "oasr_norm_channels",
+        "oasr_activation",
+        "oasr_softmax",
+    }
+    for spec in specs:
+        assert spec.is_cuda
+        assert "-gencode=arch=compute_90a,code=sm_90a" in spec.plan().manifest["ninja"]
+        assert is_complete_shared_object(spec.build()), spec.name
