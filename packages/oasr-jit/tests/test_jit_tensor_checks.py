@@ -119,6 +119,8 @@ def test_no_overlap_check_message(probe):
         (lambda: torch.zeros(5), [1, 5, 5]),
         (lambda: torch.zeros(0, 7), [0, 7, 7]),
         (lambda: torch.zeros(3, 1, 4), [3, 4, 4]),
+        (lambda: torch.zeros(2, 0, 8), [0, 8, 8]),
+        (lambda: torch.zeros(4, 16)[:, :8].t()[:0], [0, 4, 4]),
     ],
 )
 def test_rows_of_regular_views(probe, make, expected):

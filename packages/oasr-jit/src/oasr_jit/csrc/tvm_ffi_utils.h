@@ -203,6 +203,12 @@ inline bool try_as_rows(const TensorView& t, RowView* view) {
     return true;
   }
   int64_t cols = t.size(-1);
+  for (int i = 0; i + 1 < t.ndim(); ++i) {
+    if (t.size(i) == 0) {  // no rows: any strides will do
+      *view = {0, cols, cols};
+      return true;
+    }
+  }
   if (cols > 1 && t.stride(-1) != 1) return false;
   int64_t rows = 1;
   int64_t row_stride = cols;
@@ -218,9 +224,6 @@ inline bool try_as_rows(const TensorView& t, RowView* view) {
       return false;
     }
     rows *= size;
-  }
-  for (int i = 0; i + 1 < t.ndim(); ++i) {
-    if (t.size(i) == 0) rows = 0;
   }
   *view = {rows, cols, row_stride};
   return true;

@@ -36,7 +36,7 @@ OASR_DEVICE float activate(float x) {
   if constexpr (kAct == Activation::kNone) {
     return x;
   } else if constexpr (kAct == Activation::kSwish) {
-    return x / (1.0f + expf(-x));
+    return x * __frcp_rn(1.0f + __expf(-x));  // fast exp: ~2 ulp, far below a 16-bit ulp
   } else if constexpr (kAct == Activation::kRelu) {
     return x < 0.0f ? 0.0f : x;  // NaN passes through, as in torch.relu
   } else if constexpr (kAct == Activation::kGelu) {
@@ -45,7 +45,7 @@ OASR_DEVICE float activate(float x) {
     const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
     return 0.5f * x * (1.0f + tanhf(inner));
   } else if constexpr (kAct == Activation::kSigmoid) {
-    return 1.0f / (1.0f + expf(-x));
+    return __frcp_rn(1.0f + __expf(-x));
   } else if constexpr (kAct == Activation::kTanh) {
     return tanhf(x);
   } else if constexpr (kAct == Activation::kSwooshL) {

@@ -14,9 +14,9 @@
 // cancellation). The affine is written as fmaf(n, w, beta) so every instantiation rounds alike.
 //
 // Two kernel shapes, one template each:
-//  * register-resident: a row lives in registers, kThreadsPerRow threads x kItems 128-bit vectors
-//    each; a warp per row (4 rows per 128-thread block) up to 8 vectors a lane, a block per row
-//    beyond. One read of the input, one write of the output.
+//  * register-resident: a row lives in registers (as loaded, packed), kThreadsPerRow threads x
+//    kItems 128-bit vectors each; a warp per row (two rows per warp when rows are short, four
+//    warps a block) up to 8 vectors a lane, a block per row beyond. One read, one write.
 //  * looped: a block per row of any width or alignment, re-reading the row from L2 for each pass.
 #pragma once
 
@@ -86,22 +86,32 @@ OASR_DEVICE float row_scale(float mean_sq, float eps, const float bias_norm_gain
 // ---------------------------------------------------------------------------------------------
 // register-resident rows
 
+// Rows a thread group (a warp, or a whole block) handles at once. Short rows give a warp little
+// to load before its reductions stall it, so a warp takes two and issues both rows' loads first.
+template <int kThreadsPerRow, int kItems>
+constexpr int kRowsPerGroup = kThreadsPerRow == 32 && kItems <= 2 ? 2 : 1;
+
 template <int kThreadsPerRow>
-constexpr int kRowsPerBlock = kThreadsPerRow < 128 ? 128 / kThreadsPerRow : 1;
+constexpr int kGroupsPerBlock = kThreadsPerRow < 128 ? 128 / kThreadsPerRow : 1;
+
+template <int kThreadsPerRow, int kItems>
+constexpr int kRowsPerBlock = kGroupsPerBlock<kThreadsPerRow> * kRowsPerGroup<kThreadsPerRow, kItems>;
 
 template <typename T, RowNormKind kKind, bool kAdd, int kThreadsPerRow, int kItems>
-__global__ void __launch_bounds__(kThreadsPerRow * kRowsPerBlock<kThreadsPerRow>)
+__global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRow>)
     row_norm_registers_kernel(RowNormArgs<T> args) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow % 128 == 0,
                 "a row is a warp, or a whole block of 128, 256, 512 or 1024 threads");
   constexpr int N = kVec128<T>;
+  constexpr int R = kRowsPerGroup<kThreadsPerRow, kItems>;
   __shared__ float smem_partials[kThreadsPerRow > 32 ? kThreadsPerRow / kWarpSize : 1];
 
   const int lane = threadIdx.x % kThreadsPerRow;
-  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock<kThreadsPerRow> +
-                      threadIdx.x / kThreadsPerRow;
-  if (row >= args.rows) return;  // whole warps/blocks leave together: no reduction is split
+  const int64_t first_row =
+      (int64_t(blockIdx.x) * kGroupsPerBlock<kThreadsPerRow> + threadIdx.x / kThreadsPerRow) * R;
+  if (first_row >= args.rows) return;  // whole warps/blocks leave together: no split reduction
   const int64_t cols = args.cols;
+  const float inv_cols = 1.0f / float(cols);
 
   auto reduce = [&](float value) {
     if constexpr (kThreadsPerRow == 32) {
@@ -110,72 +120,89 @@ __global__ void __launch_bounds__(kThreadsPerRow * kRowsPerBlock<kThreadsPerRow>
       return block_reduce_sum<kThreadsPerRow>(value, smem_partials);
     }
   };
+  auto column = [&](int i) { return (int64_t(i) * kThreadsPerRow + lane) * N; };
 
-  float v[kItems][N];
-  float sum = 0.0f;
+  // The rows as loaded (packed: 16-bit types take half the registers floats would), every load
+  // of every row issued before any arithmetic.
+  Vec<T, N> v[R][kItems];
+  bool live[R];
 #pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    const int64_t c = (int64_t(i) * kThreadsPerRow + lane) * N;
-    if (c < cols) {
-      Vec<T, N> xv;
-      xv.load(args.x + row * args.x_stride + c);
-      if constexpr (kAdd) {
-        Vec<T, N> rv;
-        rv.load(args.residual + row * args.residual_stride + c);
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = first_row + r;
+    live[r] = row < args.rows;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      if (live[r] && column(i) < cols) v[r][i].load(args.x + row * args.x_stride + column(i));
+    }
+  }
+  if constexpr (kAdd) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = first_row + r;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        if (!live[r] || column(i) >= cols) continue;
+        Vec<T, N> res;
+        res.load(args.residual + row * args.residual_stride + column(i));
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-          xv[j] = from_float<T>(__fadd_rn(to_float(xv[j]), to_float(rv[j])));
+          v[r][i][j] = from_float<T>(__fadd_rn(to_float(v[r][i][j]), to_float(res[j])));
         }
-        xv.store(args.residual_out + row * args.residual_out_stride + c);
+        v[r][i].store(args.residual_out + row * args.residual_out_stride + column(i));
       }
-      xv.to_float(v[i]);
-#pragma unroll
-      for (int j = 0; j < N; ++j) sum += v[i][j];
-    } else {
-#pragma unroll
-      for (int j = 0; j < N; ++j) v[i][j] = 0.0f;
     }
   }
 
-  const float inv_cols = 1.0f / float(cols);
-  float mean = 0.0f;
-  float sq = 0.0f;
-  if constexpr (kKind == RowNormKind::kLayer) {
-    mean = reduce(sum) * inv_cols;
-  }
+  float mean[R], scale[R];
+  const float gain = kKind == RowNormKind::kBias ? expf(to_float(args.log_scale[0])) : 1.0f;
 #pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    const int64_t c = (int64_t(i) * kThreadsPerRow + lane) * N;
-    if (c < cols) {
+  for (int r = 0; r < R; ++r) {
+    mean[r] = 0.0f;
+    if constexpr (kKind == RowNormKind::kLayer) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        if (!live[r] || column(i) >= cols) continue;
+#pragma unroll
+        for (int j = 0; j < N; ++j) sum += to_float(v[r][i][j]);
+      }
+      mean[r] = reduce(sum) * inv_cols;
+    }
+    float sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      if (!live[r] || column(i) >= cols) continue;
       Vec<T, N> center;
-      if constexpr (kKind == RowNormKind::kBias) center.load(args.center + c);
+      if constexpr (kKind == RowNormKind::kBias) center.load(args.center + column(i));
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        float d = v[i][j];
-        if constexpr (kKind == RowNormKind::kLayer) d -= mean;
+        float d = to_float(v[r][i][j]);
+        if constexpr (kKind == RowNormKind::kLayer) d -= mean[r];
         if constexpr (kKind == RowNormKind::kBias) d -= to_float(center[j]);
         sq += d * d;
       }
     }
+    scale[r] = detail::row_scale<kKind>(reduce(sq) * inv_cols, args.eps, gain);
   }
-  const float gain = kKind == RowNormKind::kBias ? expf(to_float(args.log_scale[0])) : 1.0f;
-  const float scale = detail::row_scale<kKind>(reduce(sq) * inv_cols, args.eps, gain);
 
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    const int64_t c = (int64_t(i) * kThreadsPerRow + lane) * N;
-    if (c < cols) {
-      Vec<T, N> w, b, y;
-      if (args.weight) w.load(args.weight + c);
-      if (args.beta) b.load(args.beta + c);
+    if (column(i) >= cols) continue;
+    Vec<T, N> w, b;
+    if (args.weight) w.load(args.weight + column(i));
+    if (args.beta) b.load(args.beta + column(i));
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (!live[r]) continue;
+      Vec<T, N> y;
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const float wj = args.weight ? to_float(w[j]) : 1.0f;
         const float bj = args.beta ? to_float(b[j]) : 0.0f;
-        const float n = detail::normalize<kKind>(v[i][j], mean, scale, wj, bj);
+        const float n = detail::normalize<kKind>(to_float(v[r][i][j]), mean[r], scale[r], wj, bj);
         y[j] = from_float<T>(activate(args.activation, n));
       }
-      y.store(args.out + row * cols + c);
+      y.store(args.out + (first_row + r) * cols + column(i));
     }
   }
 }
@@ -275,10 +302,11 @@ cudaError_t launch_row_norm_kind(const RowNormArgs<T>& args, cudaStream_t stream
       constexpr int kThreads = decltype(threads_c)::value;
       constexpr int kItems = decltype(items_c)::value;
       if (status != cudaErrorNotReady || vectors > int64_t(kThreads) * kItems) return;
-      constexpr int kRows = kRowsPerBlock<kThreads>;
-      const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(args.rows, kRows)));
+      constexpr int kThreadsPerBlock = kThreads * kGroupsPerBlock<kThreads>;
+      const dim3 grid(static_cast<unsigned>(
+          ceil_div<int64_t>(args.rows, kRowsPerBlock<kThreads, kItems>)));
       row_norm_registers_kernel<T, kKind, kAdd, kThreads, kItems>
-          <<<grid, kThreads * kRows, 0, stream>>>(args);
+          <<<grid, kThreadsPerBlock, 0, stream>>>(args);
       status = cudaGetLastError();
     };
     using std::integral_constant;
