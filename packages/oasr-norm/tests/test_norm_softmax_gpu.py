@@ -271,7 +271,9 @@ def test_launcher_refusals_raise_and_leave_the_context_healthy():
     with pytest.raises(ValueError, match="shares storage"):
         mod.masked_softmax(o, s, o, None, None, 1.0)
     with pytest.raises(ValueError, match="shares storage"):
-        mod.masked_softmax(s.view(-1)[1:121].view(2, 3, 4, 5), s, None, None, None, 1.0)
+        shifted = _randn(121, dtype=s.dtype)  # out one element past the scores, overlapping
+        mod.masked_softmax(shifted[1:].view(2, 3, 4, 5), shifted[:120].view(2, 3, 4, 5), None,
+                           None, None, 1.0)  # fmt: skip
     with pytest.raises(TypeError, match="mask has dtype float32"):
         mod.masked_softmax(o, s, None, torch.ones(1, 1, 4, 5, device="cuda"), None, 1.0)
     with pytest.raises(ValueError, match="does not broadcast"):

@@ -7,8 +7,9 @@
 //                   A row with no finite z is all zeros, never NaN. Plain softmax keeps torch's
 //                   answer for a row of -inf (NaN).
 //
-// exp(x - m) is exp2(x * log2e - m * log2e): one FFMA and the hardware exp2. The rounding of
-// m * log2e is a common factor of every term of a row and cancels in y = e / s.
+// exp(x - m) is exp2((x - m) * log2e) with the hardware exp2. x - m is exact for the values that
+// matter (Sterbenz), so the row's maximum gives exactly 1, as torch: folding m * log2e into one
+// FFMA instead left its rounding in every term, which cancels in e / s but not in log(s).
 //
 // A row is held in registers while it is reduced (max, then the sum of exp, then the write: one
 // read of the row from memory). By the row's width in vectors of N elements:
@@ -215,21 +216,21 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
   const float row_max =
       row_reduce<MaxOp, kGroupThreads, kBlockThreads>(thread_max, smem_partials);
-  const float shift_log2 = softmax_shift<Row::kMasked>(row_max) * kLog2e;
+  const float shift = softmax_shift<Row::kMasked>(row_max);
 
   float thread_sum = 0.0f;
   if (dst.log_output) {
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) thread_sum += exp2f(fmaf(values[j][i], kLog2e, -shift_log2));
+      for (int i = 0; i < N; ++i) thread_sum += exp2f((values[j][i] - shift) * kLog2e);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
       for (int i = 0; i < N; ++i) {
-        values[j][i] = exp2f(fmaf(values[j][i], kLog2e, -shift_log2));
+        values[j][i] = exp2f((values[j][i] - shift) * kLog2e);
         thread_sum += values[j][i];
       }
     }
@@ -239,7 +240,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (row_valid) {
     T* out_row = dst.out + row * dst.cols;
     const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
-    const float shift = softmax_shift<Row::kMasked>(row_max);
     const float log_sum = dst.log_output ? logf(row_sum) : 0.0f;
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
@@ -289,7 +289,6 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
   const float row_sum = block_reduce<SumOp, kSoftmaxLongRowThreads>(scaled_s, smem_partials);
 
   const float shift = softmax_shift<Row::kMasked>(row_max);
-  const float shift_log2 = shift * kLog2e;
   const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
   const float log_sum = dst.log_output ? logf(row_sum) : 0.0f;
   T* out_row = dst.out + row * dst.cols;
@@ -300,7 +299,7 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       values[i] = dst.log_output ? (values[i] - shift) - log_sum
-                                 : exp2f(fmaf(values[i], kLog2e, -shift_log2)) * inv_sum;
+                                 : exp2f((values[i] - shift) * kLog2e) * inv_sum;
     }
     store_values<T, N>(out_row + col, values);
   }
