@@ -86,12 +86,10 @@ OASR_DEVICE float row_scale(float mean_sq, float eps, const float bias_norm_gain
 // ---------------------------------------------------------------------------------------------
 // register-resident rows
 
-// Rows a thread group (a warp, or a whole block) handles at once. A row of one vector per lane
-// gives a warp too little to load before its reductions stall it, so it takes two and issues both
-// rows' loads first. Measured on the H200 (fp16, 2026-11-29): 8000x256 LayerNorm 6.3 -> 5.5 us;
-// at two vectors per lane the same made 32000x512 RMSNorm 28 -> 34 us (half the blocks).
+// Rows a thread group (a warp, or a whole block) handles at once. Short rows give a warp little
+// to load before its reductions stall it, so a warp takes two and issues both rows' loads first.
 template <int kThreadsPerRow, int kItems>
-constexpr int kRowsPerGroup = kThreadsPerRow == 32 && kItems == 1 ? 2 : 1;
+constexpr int kRowsPerGroup = kThreadsPerRow == 32 && kItems <= 2 ? 2 : 1;
 
 template <int kThreadsPerRow>
 constexpr int kGroupsPerBlock = kThreadsPerRow < 128 ? 128 / kThreadsPerRow : 1;
