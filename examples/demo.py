@@ -5,7 +5,9 @@
 3. on a GPU: its kernels launched eagerly and inside a CUDA graph captured on a side stream,
    checked against PyTorch;
 4. the norm family (when installed): a Conformer-style fused add + LayerNorm and a SwooshR,
-   checked against PyTorch (on a machine without a GPU, their PyTorch twins).
+   checked against PyTorch (on a machine without a GPU, their PyTorch twins);
+5. the decoder family (when installed): a synthetic utterance decoded on the CPU (greedy, prefix
+   beam search, phrase boosting), its words timed.
 
 Run it with `python3 -m pip install nox && python3 -m nox -s demo`.
 """
@@ -112,6 +114,46 @@ def norm_family(has_gpu: bool) -> None:
     print(f"[demo] norm: add_layer_norm + swoosh_r on [8, 250, 512] fp16 ok ({where})")
 
 
+def decoder_family() -> None:
+    try:
+        import oasr_decoder as dec
+    except ImportError:
+        print("[demo] oasr-decoder not installed: decoder example skipped")
+        return
+    import torch
+
+    # "hello world oasr" as SentencePiece pieces; the posteriors are peaky CTC spikes on a blank
+    # background, and at frame 29 the rare piece "asr" is a little less likely than "as".
+    pieces = ["<blk>", "▁hel", "lo", "▁wor", "ld", "▁o", "asr", "as"]
+    spikes = {3: {1: 11}, 6: {2: 11}, 14: {3: 11}, 17: {4: 11}, 26: {5: 11}, 29: {6: 8.3, 7: 8.6}}
+    logits = 0.5 * torch.randn(36, len(pieces), generator=torch.Generator().manual_seed(0))
+    logits[:, 0] += 5
+    for t, row in spikes.items():
+        for token, value in row.items():
+            logits[t, token] = value
+    log_probs = logits.log_softmax(-1)
+
+    start = time.perf_counter()
+    greedy = dec.CtcGreedySearch()(log_probs)
+    beam = dec.CtcPrefixBeamSearch(beam_size=8, nbest=2)(log_probs)
+    graph = dec.ContextGraph([[5, 6]], bonus=1.0)  # boost the phrase "▁o asr"
+    boosted = dec.CtcPrefixBeamSearch(beam_size=8, context_graph=graph)(log_probs)[0]
+    elapsed = time.perf_counter() - start
+
+    def text(tokens):
+        return "".join(pieces[t] for t in tokens).replace("▁", " ").strip()
+
+    assert text(greedy.tokens) == text(beam[0].tokens) == "hello world oas"
+    assert text(beam[1].tokens) == text(boosted.tokens) == "hello world oasr"
+    spans = dec.hypothesis_spans(boosted.tokens, boosted.frames, log_probs.shape[0])
+    words = dec.group_words(spans, pieces, frame_shift_s=0.04)
+    timed = ", ".join(f"{w.word} {w.start_s:.2f}-{w.end_s:.2f}s" for w in words)
+    print(
+        f"[demo] decoder (CPU): greedy and beam search {text(beam[0].tokens)!r}, with "
+        f"'oasr' boosted {text(boosted.tokens)!r}; words: {timed} ({elapsed:.2f} s incl. build)"
+    )
+
+
 def main() -> None:
     host_module()
     import torch
@@ -125,6 +167,7 @@ def main() -> None:
     else:
         print("[demo] no GPU: kernel launches skipped (compiled only)")
     norm_family(has_gpu)
+    decoder_family()
 
 
 if __name__ == "__main__":

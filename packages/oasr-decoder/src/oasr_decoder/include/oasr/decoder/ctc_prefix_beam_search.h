@@ -1,0 +1,508 @@
+// CTC prefix beam search on the CPU, frame by frame, so the same object decodes an utterance at
+// once or chunk by chunk (streaming) with identical results.
+//
+// A prefix y (a token sequence) carries the log-probabilities of the alignments seen so far that
+// collapse to it, split by their last frame: pb (ending in blank) and pnb (ending in y's last
+// token). Frame t with log-probabilities l[v] turns the beam into candidates:
+//
+//   stay      y:      pb'  = lse(pb(y), pnb(y)) + l[blank]
+//                     pnb' = pnb(y) + l[last(y)]                      (a repeat merges)
+//   extend    y + c:  pnb' = lse(pb(y), pnb(y)) + l[c]   for c != blank, c != last(y)
+//                     pnb' = pb(y) + l[c]                for c == last(y) (needs a blank between)
+//
+// with lse(a, b) = log(exp(a) + exp(b)); when y + c is itself in the beam, its stay and the
+// extension from y merge (lse of the two pnb terms). A candidate's score is lse(pb', pnb') plus
+// its context score S (context_graph.h; 0 without a graph), and the beam keeps the beam_size best
+// candidates with a finite probability. Ranking, everywhere (pruning and the n-best): higher
+// score first; equal scores by token sequence, lexicographically ascending (a proper prefix
+// before its extensions). This is the decoder's one tie-break, so any other implementation
+// (the tests' reference, a GPU decoder) can match it exactly.
+//
+// Blank skipping: a frame whose l[blank] > log(threshold) is skipped (the beam is left as it
+// was; the frame still counts for frame positions).
+//
+// Frame positions: besides the sums, every prefix tracks its single most likely alignment (the
+// same recursion with max for lse), ending in blank and ending in non-blank. A token's frame is
+// the first frame of its run on the better of the two. Ties between alignments keep the
+// non-blank-ending one over the blank-ending one, and a run that continues over one that starts
+// (the earlier start).
+//
+// Exact pruning: the recursion above visits every (prefix, token) pair; this search offers only
+// the pairs that can still enter the beam, with the same result. It keeps the beam_size best
+// scores offered so far in the frame, and refuses a candidate scoring strictly less than the
+// worst of them (beam_size candidates already beat it). From one prefix y, the new extensions
+// y + c by tokens that do not continue a phrase of the context graph score lse(pb, pnb) + l[c] +
+// S(y, c -> root), which does not grow as l[c] falls; taking tokens in the order (l desc, id asc)
+// (found per frame with one pass over V), the first refused one ends the prefix's loop. Offers
+// go stays first, then prefixes best first, so the bar rises early.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "oasr/decoder/context_graph.h"
+#include "oasr/decoder/log_math.h"
+
+namespace oasr::decoder {
+
+struct CtcHypothesis {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> frames;  // first frame of each token's run on the best alignment
+  double score = 0.0;           // log-probability + context score
+};
+
+struct CtcPrefixBeamSearchOptions {
+  int32_t beam_size = 10;
+  int32_t blank = 0;
+  // Frames with log_probs[t, blank] > this are skipped; +inf skips none.
+  double blank_skip_log_threshold = std::numeric_limits<double>::infinity();
+  const ContextGraph* context = nullptr;  // not owned; must outlive the search
+};
+
+class CtcPrefixBeamSearch {
+ public:
+  CtcPrefixBeamSearch(const CtcPrefixBeamSearchOptions& options, int64_t vocab)
+      : options_(options), vocab_(vocab) {
+    reset();
+  }
+
+  // Back to the empty prefix at frame 0.
+  void reset() {
+    num_frames_ = 0;
+    beam_.assign(1, Entry{});
+    beam_[0].pb = 0.0;
+    beam_[0].vb = 0.0;
+    beam_[0].acoustic = 0.0;
+  }
+
+  int64_t vocab() const { return vocab_; }
+  int64_t num_frames() const { return num_frames_; }
+
+  // Consumes log_probs [T, V] (row t at log_probs + t * row_stride): no NaN, no +inf.
+  void accept(const float* log_probs, int64_t num_frames, int64_t row_stride) {
+    for (int64_t t = 0; t < num_frames; ++t) step(log_probs + t * row_stride);
+  }
+
+  // The n best hypotheses, best first. final: the end of the utterance, scored without the
+  // context graph's partial credit and ranked again.
+  std::vector<CtcHypothesis> nbest(int64_t n, bool final) const {
+    std::vector<double> scores(beam_.size());
+    for (size_t i = 0; i < beam_.size(); ++i) {
+      const Entry& e = beam_[i];
+      scores[i] = e.acoustic + (final ? e.ctx_committed : e.ctx_score);
+    }
+    std::vector<int32_t> order(beam_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      if (scores[a] != scores[b]) return scores[a] > scores[b];
+      return beam_[a].tokens < beam_[b].tokens;  // lexicographic
+    });
+    std::vector<CtcHypothesis> out;
+    for (int32_t i : order) {
+      if (static_cast<int64_t>(out.size()) == n) break;
+      const Entry& e = beam_[i];
+      out.push_back({e.tokens, e.vnb >= e.vb ? e.frames_nb : e.frames_b, scores[i]});
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::vector<int32_t> tokens;
+    uint64_t hash = 0, prefix_hash = 0;  // of tokens, and of tokens without the last one
+    double pb = kNegInf, pnb = kNegInf;  // log-sums of the alignments ending in blank / not
+    double acoustic = kNegInf;           // lse(pb, pnb)
+    double vb = kNegInf, vnb = kNegInf;  // the best single alignment ending in blank / not
+    std::vector<int32_t> frames_b, frames_nb;  // their tokens' first frames
+    int32_t ctx_node = ContextGraph::kRoot;
+    double ctx_committed = 0.0;
+    double ctx_score = 0.0;  // ctx_committed + partial(ctx_node)
+  };
+
+  // A prefix of the next beam before it is built: the entry `src` staying (token < 0) or
+  // extended by `token`.
+  struct Candidate {
+    double score;
+    double pb, pnb, vb, vnb;
+    int32_t src, token;
+    int32_t ctx_node;
+    double ctx_committed, ctx_score;
+    bool vb_from_nb;   // stay: the blank-ending best path continues src's non-blank one
+    bool vnb_extends;  // stay: the non-blank-ending best path is the extension from src's parent
+    bool ext_from_nb;  // the extension continues its parent's non-blank-ending best path
+  };
+
+  // Non-blank tokens of one frame in the order (log-prob desc, id asc), found on demand. The first
+  // `first_chunk` (m) cost about one vectorized pass over V: the maxima of blocks of kBlock
+  // tokens; theta, the m-th largest block maximum (the m best blocks hold m distinct tokens
+  // >= theta, so every one of the m best tokens is >= theta); the tokens >= theta (a few blocks'
+  // worth), partially sorted. A prefix that needs more tokens than that (rare) gets the whole
+  // vocabulary, sorted in growing chunks.
+  class FrameOrder {
+   public:
+    void reset(const float* row, int64_t vocab, int32_t blank, int64_t first_chunk) {
+      row_ = row;
+      vocab_ = vocab;
+      blank_ = blank;
+      first_chunk_ = std::max<int64_t>(first_chunk, 1);
+      ids_.clear();
+      sorted_ = 0;
+      started_ = false;
+      complete_ = false;
+    }
+
+    // The i-th token, or -1 past the end.
+    int32_t at(int64_t i) {
+      if (!started_) take_top();
+      if (i < sorted_) return ids_[i];
+      if (!complete_) {  // every non-blank token, sorted again from the start
+        ids_.clear();
+        for (int32_t v = 0; v < vocab_; ++v) {
+          if (v != blank_) ids_.push_back(v);
+        }
+        complete_ = true;
+        sorted_ = 0;
+      }
+      if (i >= static_cast<int64_t>(ids_.size())) return -1;
+      sort_upto(std::max({i + 1, 2 * sorted_, first_chunk_}));
+      return ids_[i];
+    }
+
+   private:
+    static constexpr int32_t kBlock = 16;
+
+    bool before(int32_t a, int32_t b) const {
+      return row_[a] != row_[b] ? row_[a] > row_[b] : a < b;
+    }
+
+    void sort_upto(int64_t n) {
+      const int64_t upto = std::min<int64_t>(n, static_cast<int64_t>(ids_.size()));
+      const auto before = [this](int32_t a, int32_t b) { return this->before(a, b); };
+      std::partial_sort(ids_.begin() + sorted_, ids_.begin() + upto, ids_.end(), before);
+      sorted_ = upto;
+    }
+
+    // The largest of row[lo .. lo + kBlock): pairwise over two halves first (vector max
+    // instructions), then the last eight one by one. Max is exact: the order does not matter.
+    float full_block_max(int64_t lo) const {
+      float half[kBlock / 2];
+      for (int32_t j = 0; j < kBlock / 2; ++j) {
+        const float a = row_[lo + j], b = row_[lo + kBlock / 2 + j];
+        half[j] = a > b ? a : b;
+      }
+      float m = half[0];
+      for (int32_t j = 1; j < kBlock / 2; ++j) m = half[j] > m ? half[j] : m;
+      return m;
+    }
+
+    void take_top() {
+      started_ = true;
+      const int64_t num_blocks = (vocab_ + kBlock - 1) / kBlock;
+      if (num_blocks <= first_chunk_) {  // small vocabulary: every token
+        for (int32_t v = 0; v < vocab_; ++v) {
+          if (v != blank_) ids_.push_back(v);
+        }
+        complete_ = true;
+        sort_upto(first_chunk_);
+        return;
+      }
+      block_max_.resize(num_blocks);
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        const int64_t lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab_);
+        if (hi - lo == kBlock && !(lo <= blank_ && blank_ < hi)) {
+          block_max_[b] = full_block_max(lo);
+        } else {  // the tail, or the block holding the blank (which must not count)
+          float m = -INFINITY;
+          for (int64_t v = lo; v < hi; ++v) {
+            if (v != blank_) m = row_[v] > m ? row_[v] : m;
+          }
+          block_max_[b] = m;
+        }
+      }
+      theta_.assign(block_max_.begin(), block_max_.end());
+      std::nth_element(theta_.begin(), theta_.begin() + (first_chunk_ - 1), theta_.end(),
+                       std::greater<float>());
+      const float theta = theta_[first_chunk_ - 1];
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        if (block_max_[b] < theta) continue;
+        const int64_t lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab_);
+        for (int64_t v = lo; v < hi; ++v) {
+          if (row_[v] >= theta && v != blank_) ids_.push_back(static_cast<int32_t>(v));
+        }
+      }
+      sort_upto(first_chunk_);
+    }
+
+    const float* row_ = nullptr;
+    int64_t vocab_ = 0;
+    int32_t blank_ = 0;
+    int64_t first_chunk_ = 1;
+    std::vector<int32_t> ids_;
+    std::vector<float> block_max_, theta_;
+    int64_t sorted_ = 0;
+    bool started_ = false;
+    bool complete_ = false;
+  };
+
+  // Ranking of two candidates: score desc, then token sequence ascending.
+  bool better(const Candidate& a, const Candidate& b) const {
+    if (a.score != b.score) return a.score > b.score;
+    const std::vector<int32_t>& ta = beam_[a.src].tokens;
+    const std::vector<int32_t>& tb = beam_[b.src].tokens;
+    const size_t la = ta.size() + (a.token >= 0), lb = tb.size() + (b.token >= 0);
+    const size_t n = std::min(la, lb);
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t x = i < ta.size() ? ta[i] : a.token;
+      const int32_t y = i < tb.size() ? tb[i] : b.token;
+      if (x != y) return x < y;
+    }
+    return la < lb;
+  }
+
+  // A hash of a token sequence, extended one token at a time (splitmix64 finalizer): prefixes
+  // are matched by hash first and confirmed token by token.
+  static uint64_t extend_hash(uint64_t h, int32_t token) {
+    uint64_t x = h ^ (static_cast<uint64_t>(static_cast<uint32_t>(token)) + 0x9e3779b97f4a7c15ULL);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+
+  // parent_[i]: the index of beam_[i] without its last token, when that prefix is in the beam;
+  // beam_children_[j]: the last tokens of the entries whose parent is j.
+  void link_parents() {
+    const size_t k = beam_.size();
+    parent_.assign(k, -1);
+    beam_children_.resize(k);
+    for (auto& c : beam_children_) c.clear();
+    by_hash_.clear();
+    for (size_t i = 0; i < k; ++i) by_hash_.emplace_back(beam_[i].hash, i);
+    std::sort(by_hash_.begin(), by_hash_.end());
+    for (size_t i = 0; i < k; ++i) {
+      const std::vector<int32_t>& q = beam_[i].tokens;
+      if (q.empty()) continue;
+      auto it = std::lower_bound(by_hash_.begin(), by_hash_.end(),
+                                 std::make_pair(beam_[i].prefix_hash, size_t{0}));
+      for (; it != by_hash_.end() && it->first == beam_[i].prefix_hash; ++it) {
+        const std::vector<int32_t>& p = beam_[it->second].tokens;
+        if (p.size() + 1 == q.size() && std::equal(p.begin(), p.end(), q.begin())) {
+          parent_[i] = static_cast<int32_t>(it->second);
+          beam_children_[it->second].push_back(q.back());
+          break;
+        }
+      }
+    }
+  }
+
+  void add_stay(int32_t i, const float* row) {
+    const Entry& q = beam_[i];
+    const double l_blank = row[options_.blank];
+    Candidate c{};
+    c.src = i;
+    c.token = -1;
+    c.pb = q.acoustic + l_blank;
+    c.vb_from_nb = q.vnb >= q.vb;
+    c.vb = (c.vb_from_nb ? q.vnb : q.vb) + l_blank;
+    double stay = kNegInf, stay_v = kNegInf, ext = kNegInf, ext_v = kNegInf;
+    if (!q.tokens.empty()) {
+      const double l = row[q.tokens.back()];
+      stay = q.pnb + l;
+      stay_v = q.vnb + l;
+      if (parent_[i] >= 0) {
+        const Entry& p = beam_[parent_[i]];
+        extension(p, q.tokens.back(), l, &ext, &ext_v, &c.ext_from_nb);
+      }
+    }
+    c.pnb = log_add_exp(stay, ext);
+    c.vnb_extends = !(stay_v >= ext_v);
+    c.vnb = c.vnb_extends ? ext_v : stay_v;
+    const double acoustic = log_add_exp(c.pb, c.pnb);
+    if (acoustic == kNegInf) return;
+    c.ctx_node = q.ctx_node;
+    c.ctx_committed = q.ctx_committed;
+    c.ctx_score = q.ctx_score;
+    c.score = acoustic + q.ctx_score;
+    if (admit(c.score)) candidates_.push_back(c);
+  }
+
+  // The pnb term and best alignment of prefix p extended by token c with log-prob l.
+  static void extension(const Entry& p, int32_t c, double l, double* pnb, double* vnb,
+                        bool* from_nb) {
+    if (!p.tokens.empty() && p.tokens.back() == c) {
+      *pnb = p.pb + l;
+      *vnb = p.vb + l;
+      *from_nb = false;
+    } else {
+      *pnb = p.acoustic + l;
+      *from_nb = p.vnb >= p.vb;
+      *vnb = (*from_nb ? p.vnb : p.vb) + l;
+    }
+  }
+
+  // Keeps the beam_size best scores offered so far this frame (a min-heap); false for a score
+  // strictly below the beam_size-th of them: beam_size candidates beat it, whatever comes later.
+  bool admit(double score) {
+    if (static_cast<int32_t>(kept_scores_.size()) < options_.beam_size) {
+      kept_scores_.push_back(score);
+      std::push_heap(kept_scores_.begin(), kept_scores_.end(), std::greater<double>());
+      return true;
+    }
+    if (score < kept_scores_.front()) return false;
+    if (score > kept_scores_.front()) {
+      std::pop_heap(kept_scores_.begin(), kept_scores_.end(), std::greater<double>());
+      kept_scores_.back() = score;
+      std::push_heap(kept_scores_.begin(), kept_scores_.end(), std::greater<double>());
+    }
+    return true;
+  }
+
+  bool full() const { return static_cast<int32_t>(kept_scores_.size()) == options_.beam_size; }
+  // Far above the rounding of a few additions of scores of this size.
+  double bound_margin() const { return 1e-9 * (1.0 + std::abs(kept_scores_.front())); }
+
+  // Offers the candidate p + c (a prefix not in the beam); false when it cannot enter the beam
+  // (probability 0, or below the beam_size-th score so far).
+  bool add_extension(int32_t i, int32_t c, const float* row, int32_t ctx_node) {
+    const Entry& p = beam_[i];
+    Candidate k{};
+    k.src = i;
+    k.token = c;
+    k.pb = kNegInf;
+    k.vb = kNegInf;
+    extension(p, c, row[c], &k.pnb, &k.vnb, &k.ext_from_nb);
+    if (k.pnb == kNegInf) return false;
+    k.ctx_node = ctx_node;
+    if (options_.context != nullptr) {
+      k.ctx_committed = p.ctx_committed + options_.context->output(ctx_node);
+      k.ctx_score = k.ctx_committed + options_.context->partial(ctx_node);
+    }
+    // lse(-inf, pnb) == pnb exactly, so pnb is the acoustic score of a new prefix.
+    k.score = k.pnb + k.ctx_score;
+    if (!admit(k.score)) return false;
+    candidates_.push_back(k);
+    return true;
+  }
+
+  void add_extensions(int32_t i, const float* row) {
+    const Entry& p = beam_[i];
+    const std::vector<int32_t>& in_beam = beam_children_[i];
+    auto merged = [&](int32_t c) {
+      return std::find(in_beam.begin(), in_beam.end(), c) != in_beam.end();
+    };
+    // Tokens that continue a phrase: each has its own context score, so each is offered.
+    continuations_.clear();
+    if (options_.context != nullptr) {
+      const ContextGraph& graph = *options_.context;
+      graph.continuations(p.ctx_node, &continuations_, &deep_continuations_);
+      // A cheap bound first: acoustic + l[c] + committed + max_gain >= the score. The margin
+      // covers the bound's own rounding, so only candidates that are surely refused are skipped.
+      const double base = p.acoustic + p.ctx_committed + graph.max_gain();
+      for (const auto& [c, node] : continuations_) {
+        if (full() && base + row[c] + bound_margin() < kept_scores_.front()) continue;
+        if (!merged(c)) add_extension(i, c, row, node);
+      }
+    }
+    auto continues_phrase = [&](int32_t c) {
+      auto it = std::lower_bound(continuations_.begin(), continuations_.end(),
+                                 std::make_pair(c, std::numeric_limits<int32_t>::min()));
+      return it != continuations_.end() && it->first == c;
+    };
+    // The other tokens take the context state to the root, so their scores fall with their
+    // log-prob: in that order, the first one refused means every later one would be too.
+    const int32_t last = p.tokens.empty() ? -1 : p.tokens.back();
+    for (int64_t r = 0;; ++r) {
+      const int32_t c = order_.at(r);
+      if (c < 0) break;
+      if (merged(c) || continues_phrase(c)) continue;
+      if (c == last) {
+        // Scored from pb only, so it may be refused while later tokens are not.
+        add_extension(i, c, row, ContextGraph::kRoot);
+        continue;
+      }
+      if (!add_extension(i, c, row, ContextGraph::kRoot)) break;
+    }
+  }
+
+  void step(const float* row) {
+    const int32_t t = static_cast<int32_t>(num_frames_++);
+    if (static_cast<double>(row[options_.blank]) > options_.blank_skip_log_threshold) return;
+    link_parents();
+    order_.reset(row, vocab_, options_.blank, 2 * static_cast<int64_t>(options_.beam_size) + 2);
+    candidates_.clear();
+    kept_scores_.clear();
+    const int32_t k = static_cast<int32_t>(beam_.size());
+    for (int32_t i = 0; i < k; ++i) add_stay(i, row);
+    for (int32_t i = 0; i < k; ++i) add_extensions(i, row);
+
+    const size_t keep = std::min<size_t>(candidates_.size(), options_.beam_size);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(),
+                      [this](const Candidate& a, const Candidate& b) { return better(a, b); });
+    // Build the next beam: copies first (extensions read their source and its parent), then
+    // each staying entry takes its own vectors from the old beam (one stay per source).
+    next_.resize(keep);
+    for (size_t j = 0; j < keep; ++j) {
+      const Candidate& c = candidates_[j];
+      const Entry& src = beam_[c.src];
+      Entry& e = next_[j];
+      if (c.token >= 0) {
+        e.tokens = src.tokens;
+        e.tokens.push_back(c.token);
+        e.prefix_hash = src.hash;
+        e.hash = extend_hash(src.hash, c.token);
+        e.frames_b.clear();
+        e.frames_nb = c.ext_from_nb ? src.frames_nb : src.frames_b;
+        e.frames_nb.push_back(t);
+      } else if (c.vnb_extends) {
+        const Entry& p = beam_[parent_[c.src]];
+        e.frames_nb = c.ext_from_nb ? p.frames_nb : p.frames_b;
+        e.frames_nb.push_back(t);
+      }
+      e.pb = c.pb;
+      e.pnb = c.pnb;
+      e.acoustic = log_add_exp(c.pb, c.pnb);
+      e.vb = c.vb;
+      e.vnb = c.vnb;
+      e.ctx_node = c.ctx_node;
+      e.ctx_committed = c.ctx_committed;
+      e.ctx_score = c.ctx_score;
+    }
+    for (size_t j = 0; j < keep; ++j) {
+      const Candidate& c = candidates_[j];
+      if (c.token >= 0) continue;
+      Entry& src = beam_[c.src];
+      Entry& e = next_[j];
+      e.tokens = std::move(src.tokens);
+      e.hash = src.hash;
+      e.prefix_hash = src.prefix_hash;
+      if (c.vb_from_nb && !c.vnb_extends) {
+        e.frames_b = src.frames_nb;  // both best alignments continue the non-blank-ending one
+        e.frames_nb = std::move(src.frames_nb);
+      } else {
+        e.frames_b = std::move(c.vb_from_nb ? src.frames_nb : src.frames_b);
+        if (!c.vnb_extends) e.frames_nb = std::move(src.frames_nb);
+      }
+    }
+    beam_.swap(next_);
+  }
+
+  CtcPrefixBeamSearchOptions options_;
+  int64_t vocab_;
+  int64_t num_frames_ = 0;
+  std::vector<Entry> beam_, next_;
+  // scratch, kept between frames to reuse their memory
+  std::vector<Candidate> candidates_;
+  std::vector<double> kept_scores_;
+  std::vector<int32_t> parent_;
+  std::vector<std::vector<int32_t>> beam_children_;
+  std::vector<std::pair<uint64_t, size_t>> by_hash_;
+  std::vector<std::pair<int32_t, int32_t>> continuations_, deep_continuations_;
+  FrameOrder order_;
+};
+
+}  // namespace oasr::decoder
