@@ -11,9 +11,9 @@ Submodules are imported on first use: the JIT core imports this package's regist
 
 from __future__ import annotations
 
-import importlib
+from oasr_jit.families import lazy_package
 
-from ._version import __version__
+from ._version import __version__  # noqa: F401
 
 # public name -> submodule defining it
 _NAMES = {
@@ -36,19 +36,4 @@ _NAMES = {
 }
 _SUBMODULES = ("ctc", "alignment")
 
-__all__ = ["__version__", *sorted(_NAMES), *_SUBMODULES]
-
-
-def __getattr__(name: str):
-    if name in _NAMES:
-        value = getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module 'oasr_decoder' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_package(__name__, _NAMES, _SUBMODULES)

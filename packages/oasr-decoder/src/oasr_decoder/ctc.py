@@ -507,22 +507,8 @@ class CtcGreedySearch:
         return f"CtcGreedySearch(blank={self.blank})"
 
 
-class CtcPrefixBeamSearch:
-    """CTC prefix beam search (see `ctc_prefix_beam_search` for the algorithm and parameters).
-
-    Parameters
-    ----------
-    beam_size : int
-        Prefixes kept after each frame.
-    blank : int
-        The blank token id.
-    nbest : int
-        Hypotheses returned, in [1, beam_size].
-    blank_skip_threshold : float, optional
-        Skip frames whose blank probability exceeds it.
-    context_graph : ContextGraph, optional
-        Phrase boosting.
-    """
+class _BeamSearchSettings:
+    """The settings a prefix beam search and its streaming form share, checked on construction."""
 
     def __init__(
         self,
@@ -546,6 +532,24 @@ class CtcPrefixBeamSearch:
             blank_skip_threshold=self.blank_skip_threshold,
             context_graph=self.context_graph,
         )
+
+
+class CtcPrefixBeamSearch(_BeamSearchSettings):
+    """CTC prefix beam search (see `ctc_prefix_beam_search` for the algorithm and parameters).
+
+    Parameters
+    ----------
+    beam_size : int
+        Prefixes kept after each frame.
+    blank : int
+        The blank token id.
+    nbest : int
+        Hypotheses returned, in [1, beam_size].
+    blank_skip_threshold : float, optional
+        Skip frames whose blank probability exceeds it.
+    context_graph : ContextGraph, optional
+        Phrase boosting.
+    """
 
     def __call__(self, log_probs: torch.Tensor, length: int | None = None) -> list[Hypothesis]:
         """The n-best of one utterance: log_probs [T, V] float32 CPU, its first ``length``
@@ -574,7 +578,7 @@ class CtcPrefixBeamSearch:
         )
 
 
-class CtcStreamingDecoder:
+class CtcStreamingDecoder(_BeamSearchSettings):
     """CTC prefix beam search fed chunk by chunk, its state kept between calls.
 
     After the last chunk, `final_result` equals `CtcPrefixBeamSearch` on the concatenated chunks
@@ -597,10 +601,13 @@ class CtcStreamingDecoder:
         blank_skip_threshold: float | None = None,
         context_graph: ContextGraph | None = None,
     ):
-        self.beam_size, self.nbest = _check_beam(beam_size, nbest)
-        self.blank = _check_blank(blank)
-        self.blank_skip_threshold = _check_threshold(blank_skip_threshold)
-        self.context_graph = _check_graph(context_graph)
+        super().__init__(
+            beam_size,
+            blank,
+            nbest=nbest,
+            blank_skip_threshold=blank_skip_threshold,
+            context_graph=context_graph,
+        )
         self.vocab_size: int | None = None  # set by the first chunk
         handle = None if self.context_graph is None else self.context_graph._handle
         self._stream = module().ctc_stream_create(

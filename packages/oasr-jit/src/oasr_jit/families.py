@@ -76,3 +76,31 @@ def entry_points(group: str) -> list:
     from importlib.metadata import entry_points as find_entry_points
 
     return sorted(find_entry_points(group=group), key=lambda ep: ep.name)
+
+
+def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...] = ()):
+    """``(__getattr__, __dir__, __all__)`` for a family's ``__init__``: each public name is
+    imported from its submodule on first use (``names``: public name -> submodule), so importing
+    the package — as family discovery does, through its registration — imports nothing heavy::
+
+        __getattr__, __dir__, __all__ = lazy_package(__name__, {"layer_norm": "norm"}, ("layers",))
+    """
+    import importlib
+    import sys
+
+    exported = ["__version__", *sorted(names), *submodules]
+
+    def __getattr__(name: str):
+        if name in names:
+            value = getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+        elif name in submodules:
+            value = importlib.import_module(f"{package}.{name}")
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        setattr(sys.modules[package], name, value)  # later lookups skip __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *exported})
+
+    return __getattr__, __dir__, exported

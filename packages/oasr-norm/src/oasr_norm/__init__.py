@@ -11,9 +11,9 @@ Submodules are imported on first use: the JIT core imports this package's regist
 
 from __future__ import annotations
 
-import importlib
+from oasr_jit.families import lazy_package
 
-from ._version import __version__
+from ._version import __version__  # noqa: F401
 
 # public name -> submodule defining it
 _OPS = {
@@ -30,19 +30,4 @@ _OPS = {
 }  # fmt: skip
 _SUBMODULES = ("layers", "twins", "bench")
 
-__all__ = ["__version__", *sorted(_OPS), *_SUBMODULES]
-
-
-def __getattr__(name: str):
-    if name in _OPS:
-        value = getattr(importlib.import_module(f"{__name__}.{_OPS[name]}"), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module 'oasr_norm' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_package(__name__, _OPS, _SUBMODULES)
