@@ -5,8 +5,9 @@ Imported by name (tests/test_repository.py: helpers live in a uniquely named mod
 The references follow the definitions of include/oasr/decoder/*.h literally, with none of the C++
 search's pruning: every (prefix, token) pair of every frame is visited, and the context score is
 computed from its definition (phrase occurrences and the longest phrase-prefix suffix), not with
-failure links. They evaluate the same float64 expressions as C++ (log_add_exp as max + log1p(exp(
-min - max)), sums left to right), so scores agree bit for bit, not only within rounding.
+failure links. They evaluate the same float64 expressions as C++ (log_add_exp as
+max + log1p(exp(min - max)) with exp and log1p written out step for step as log_math.h, sums left
+to right), so scores agree bit for bit, not only within rounding.
 """
 
 from __future__ import annotations
@@ -20,11 +21,40 @@ import torch
 NEG_INF = -math.inf
 
 
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_INV_FACTORIAL = [1.0 / math.factorial(n) for n in range(13, 1, -1)]
+
+
+def exp_nonpositive(x: float) -> float:
+    """exp(x) for -40 <= x <= 0, step for step as log_math.h (the same bits as C++ and CUDA)."""
+    k = math.floor(x * _INV_LN2 + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = _INV_FACTORIAL[0]
+    for c in _INV_FACTORIAL[1:]:
+        p = p * r + c
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return math.ldexp(p, k)
+
+
+def log1p_unit(y: float) -> float:
+    """log(1 + y) for 0 <= y <= 1, as log_math.h."""
+    s = y / (2.0 + y)
+    z = s * s
+    q = 1.0 / 33.0
+    for n in range(15, -1, -1):
+        q = q * z + 1.0 / (2 * n + 1)
+    return 2.0 * (s * q)
+
+
 def log_add_exp(a: float, b: float) -> float:
     hi, lo = (a, b) if a > b else (b, a)
-    if hi == NEG_INF:
-        return NEG_INF
-    return hi + math.log1p(math.exp(lo - hi))
+    d = lo - hi if hi != NEG_INF else math.nan
+    if not d >= -40.0:
+        return hi
+    return hi + log1p_unit(exp_nonpositive(d))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -195,3 +195,27 @@ def test_edges():
     lp = random_log_probs(random.Random(1), 20, 7, "smooth")
     search = CtcPrefixBeamSearch(beam_size=4, nbest=2)
     assert search(lp, length=9) == search(lp[:9])
+
+
+def test_score_arithmetic_is_within_a_few_ulp_of_libm():
+    """log_math.h's exp and log1p (written out so the CPU and GPU decoders agree bit for bit,
+    mirrored by the reference) stay within a few ulp of libm over the whole range."""
+    from decoder_reference import exp_nonpositive, log1p_unit, log_add_exp
+
+    rng = random.Random(0)
+    xs = [0.0, -1e-300, -1e-17, -0.5, -math.log(2), -39.9, -40.0] + [
+        max(-40.0, -rng.expovariate(rng.choice([0.05, 1.0, 50.0]))) for _ in range(20000)
+    ]
+    for x in xs:
+        want = math.exp(x)
+        assert abs(exp_nonpositive(x) - want) <= 4 * math.ulp(want), x
+        y = want
+        assert abs(log1p_unit(y) - math.log1p(y)) <= 4 * math.ulp(math.log1p(y)), y
+    assert log_add_exp(-math.inf, -math.inf) == -math.inf
+    assert log_add_exp(-3.0, -math.inf) == -3.0 and log_add_exp(-3.0, -43.5) == -3.0
+    for _ in range(2000):
+        a, b = rng.uniform(-50, 0), rng.uniform(-50, 0)
+        assert log_add_exp(a, b) == log_add_exp(b, a)
+        want = max(a, b) + (math.log1p(math.exp(-abs(a - b))) if abs(a - b) <= 40 else 0.0)
+        # the sum of two terms: rounding is relative to the larger one (log1p(..) <= log 2)
+        assert abs(log_add_exp(a, b) - want) <= 4 * math.ulp(max(abs(max(a, b)), math.log(2)))

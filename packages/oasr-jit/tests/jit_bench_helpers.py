@@ -176,14 +176,35 @@ FAKE_ROUTINES = textwrap.dedent(
 
     def not_cases(suite):
         return ["neg"]
+
+
+    def host_routines(suite):
+        import time
+
+        import torch
+
+        def sleeps(ms):
+            def fn(inputs):
+                time.sleep(ms / 1e3)
+                return -inputs["x"]
+
+            return fn
+
+        host = Case(
+            name="sleep cpu 64x32", op="sleep", dtype="fp32", shape="64x32",
+            setup=lambda: {"x": torch.randn(64, 32)}, oasr=sleeps(5), peer=sleeps(15),
+            peer_name="time.sleep", clock="host",
+        )
+        return _cases("neg") + [host]
     """
 )
 
 
 def install_fake_bench_family(root: Path) -> Path:
     """A site directory with routines registered as `fake`, `fake_dup` (two cases share a
-    name), `fake_bad` (returns strings) and `fake_missing` (its module does not exist); put it on
-    PYTHONPATH (or sys.path)."""
+    name), `fake_bad` (returns strings), `fake_missing` (its module does not exist) and
+    `fake_host` (a GPU case, and a host-clock case "sleep cpu 64x32" whose sides sleep 5 ms and
+    15 ms); put it on PYTHONPATH (or sys.path)."""
     site = root / "bench_site"
     dist = site / "oasr_fake_bench-0.1.dist-info"
     dist.mkdir(parents=True)
@@ -194,6 +215,7 @@ def install_fake_bench_family(root: Path) -> Path:
         "fake_dup = fake_bench_routines:duplicate_routines\n"
         "fake_bad = fake_bench_routines:not_cases\n"
         "fake_missing = no_such_module_anywhere:routines\n"
+        "fake_host = fake_bench_routines:host_routines\n"
     )
     (site / "fake_bench_routines.py").write_text(FAKE_ROUTINES)
     return site

@@ -1,6 +1,8 @@
 """The benchmark harness (`oasr_jit.bench`, `oasr bench`): cases, the answer check, the timing
-protocol (on a virtual clock that stands in for the GPU), tables, JSON, the chart, routine
-discovery through entry points, the command's refusals; on a GPU, sanity of real timings."""
+protocol (on a virtual clock that stands in for the GPU), host-clock cases (sides that sleep, a
+stand-in GPU that finishes at synchronize, runs on a CPU-only box), tables, JSON, the chart,
+routine discovery through entry points, the command's refusals; on a GPU, sanity of real
+timings."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import pytest
 import torch
@@ -53,6 +56,7 @@ def test_case_names_its_dtype_and_suites():
         ({"bytes_moved": 0}, "bytes_moved must be positive"),
         ({"flops": -1}, "flops must be positive"),
         ({"check": "yes"}, "check must be callable"),
+        ({"clock": "wall"}, "clock must be one of \\('cuda', 'host'\\), got 'wall'"),
     ],
 )
 def test_case_refuses_bad_fields(fields, error):
@@ -199,6 +203,69 @@ def test_make_result_arithmetic():
 
 
 # ---------------------------------------------------------------------------------------------
+# host-clock cases (no GPU needed)
+
+
+def _sleeps(ms: float, log: list, side: str, result=None):
+    """A side that takes ``ms`` of host time (and logs its call)."""
+
+    def fn(inputs):
+        log.append(side)
+        time.sleep(ms / 1e3)
+        return result(inputs) if result else -inputs["x"]
+
+    return fn
+
+
+def test_host_clock_ratio_is_near_the_truth():
+    # Sleeps of 20 and 60 ms: a sleep never ends early, and the wake-up delay of a loaded machine
+    # (a few ms when every core is busy) moves the ratio by 10% at most.
+    log = []
+    case = _case(_sleeps(20.0, log, "oasr"), _sleeps(60.0, log, "peer"), clock="host")
+    result = bench.measure(case, reps=6)
+    assert result["error"] is None, result["error"]
+    assert result["timing"] == "host clock" and result["input_sets"] == 1
+    assert 20_000 <= result["oasr_us"] < 25_000 and 60_000 <= result["peer_us"] < 65_000, result
+    assert 2.5 < result["ratio"] < 3.3, result
+    # the check, one warm-up call each, then rounds that flip the order: o p | p o | o p ...
+    assert log == ["oasr", "peer"] * 2 + ["oasr", "peer", "peer", "oasr"] * 3
+
+
+def test_host_clock_counts_the_gpu_until_it_is_done(monkeypatch):
+    """A GPU side returns at once and its work ends at synchronize: its time must include it."""
+    pending_ms = []
+
+    def launch(inputs):  # queues 60 ms of stand-in GPU work
+        pending_ms.append(60.0)
+        return -inputs["x"]
+
+    def synchronize(*args):
+        time.sleep(sum(pending_ms) / 1e3)
+        pending_ms.clear()
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
+    case = _case(launch, _sleeps(20.0, [], "peer"), clock="host")
+    result = bench.measure(case, reps=5)
+    assert result["error"] is None, result["error"]
+    assert result["oasr_us"] >= 60_000 and 0.3 < result["ratio"] < 0.42, result
+
+
+def test_host_clock_wrong_answer_is_reported_not_timed():
+    log = []
+
+    def differ(a, b):
+        raise AssertionError("best hypothesis differs: (1, 2) vs (1, 3)")
+
+    case = _case(_sleeps(1.0, log, "oasr"), _sleeps(1.0, log, "peer"), clock="host", check=differ)
+    result = bench.measure(case, reps=5)
+    assert (
+        result["error"] == "check failed: AssertionError: best hypothesis differs: (1, 2) vs (1, 3)"
+    )
+    assert result["ratio"] is None and log == ["oasr", "peer"], "nothing is timed"
+
+
+# ---------------------------------------------------------------------------------------------
 # tables, JSON, the chart
 
 
@@ -245,6 +312,11 @@ def test_format_header():
     text = bench.format_header(header)
     for part in ("NVIDIA H200", "sm_90", "L2 60 MB", "580.159.04", "torch 2.11", "4.27 TB/s"):
         assert part in text
+    no_gpu = dict(header, gpu=None, capability=None, num_sms=None, l2_bytes=None, driver=None)
+    no_gpu.update(copy_ceiling_tbps=None, cpu="Fake CPU, 2 cores")
+    text = bench.format_header(no_gpu)
+    assert text.startswith("no GPU") and "CPU Fake CPU, 2 cores" in text
+    assert "TB/s" not in text and "driver" not in text
 
 
 def test_json_round_trip(tmp_path):
@@ -290,6 +362,20 @@ def test_collect_cases_by_suite_and_filter(bench_site):
     assert names == ["neg fp32 64x32", "abs fp32 64x32", "sign fp32 64x32"]
     assert [c.name for c in bench.collect_cases("fake", "quick")] == ["neg fp32 64x32"]
     assert [c.op for c in bench.collect_cases("fake", filter="ABS")] == ["abs"]
+
+
+def test_run_host_cases_without_a_gpu(bench_site, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    header, results = bench.run("fake_host", filter="cpu", reps=3)
+    assert header["gpu"] is None and header["copy_ceiling_tbps"] is None and header["cpu"]
+    (result,) = results
+    assert result["error"] is None and result["timing"] == "host clock"
+    assert 2.0 < result["ratio"] < 3.2, result
+    row = bench.format_table(results).splitlines()[2]
+    assert row.split()[:2] == ["sleep", "cpu"] and "host clock" in row and " - " in row
+    # a case timed with CUDA events among those selected: the GPU is required
+    with pytest.raises(bench.BenchError, match="needs a CUDA GPU"):
+        bench.run("fake_host", reps=3)
 
 
 @pytest.mark.parametrize(
@@ -364,6 +450,14 @@ def test_bench_without_a_gpu_says_so(bench_site):
     proc = _oasr("bench", "fake", "--suite", "quick", site=bench_site, hide_gpus=True)
     assert proc.returncode == 1
     assert "needs a CUDA GPU" in _one_error_line(proc)
+
+
+def test_bench_host_cases_need_no_gpu(bench_site):
+    proc = _oasr(
+        "bench", "fake_host", "--filter", "cpu", "--reps", "3", site=bench_site, hide_gpus=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("no GPU") and "host clock" in proc.stdout
 
 
 def test_bench_routines_that_fail_to_load(bench_site):

@@ -30,10 +30,15 @@ _NAMES = {
         "ctc",
     ),
     **dict.fromkeys(
+        ("CtcDecodeResult", "GpuStreamingDecoder", "ctc_beam_search_decode", "ctc_greedy_decode"),
+        "ctc_cuda",
+    ),
+    **dict.fromkeys(
         ("TokenSpan", "WordSpan", "path_to_spans", "hypothesis_spans", "group_words"),
         "alignment",
     ),
+    **dict.fromkeys(("topk", "TopK"), "topk_cuda"),
 }
-_SUBMODULES = ("ctc", "alignment")
+_SUBMODULES = ("ctc", "ctc_cuda", "alignment", "topk_cuda")
 
 __getattr__, __dir__, __all__ = lazy_package(__name__, _NAMES, _SUBMODULES)

@@ -17,12 +17,20 @@ EXPORTS = (
     "Hypothesis",
     "ctc_greedy_search",
     "ctc_prefix_beam_search",
+    # CTC decoders (GPU)
+    "CtcDecodeResult",
+    "GpuStreamingDecoder",
+    "ctc_beam_search_decode",
+    "ctc_greedy_decode",
     # alignment
     "TokenSpan",
     "WordSpan",
     "path_to_spans",
     "hypothesis_spans",
     "group_words",
+    # top-k (GPU)
+    "topk",
+    "TopK",
 )
 
 

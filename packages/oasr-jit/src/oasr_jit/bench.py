@@ -1,7 +1,8 @@
 """Benchmarks of OASR ops against their PyTorch peers, by the protocol of docs/jit.md
 ("Benchmarks"): check the answer, warm up, time OASR and the peer interleaved in one process
 (CUDA-graph replays for short calls, rotating inputs past L2), report medians, the ratio
-peer / OASR, GB/s against the measured copy ceiling, and TFLOP/s.
+peer / OASR, GB/s against the measured copy ceiling, and TFLOP/s. Cases whose peer runs on the
+CPU (or both sides do) are timed on the host clock instead, and need no GPU.
 
 A family registers a routine under the entry-point group ``oasr.bench``::
 
@@ -18,9 +19,11 @@ import datetime
 import functools
 import json
 import math
+import os
 import platform
 import re
 import statistics
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,9 @@ MAX_GRAPH_CALLS = 512
 MAX_INPUT_SETS = 64
 #: bytes copied (and as many written) when measuring the device-to-device copy ceiling
 COPY_CEILING_BYTES = 1 << 30
+#: how a case is timed (`Case.clock`): "cuda", CUDA events or graph replays (GPU work only);
+#: "host", time.perf_counter_ns around each call and the GPU's completion (CPU peers, host code)
+CLOCKS = ("cuda", "host")
 
 #: (rtol, atol) per dtype of the default check: OASR and the peer each round once to the output
 #: dtype, so they may differ by about one unit in the last place (fp16 2^-10, bf16 2^-7) and
@@ -86,7 +92,8 @@ def dtype_name(dtype) -> str:
 
 @dataclass
 class Case:
-    """One benchmark: an OASR op and its PyTorch peer on one dtype and shape.
+    """One benchmark: an OASR op and its peer (what users run today: the PyTorch composition,
+    or another library such as a CPU decoder) on one dtype and shape.
 
     ``setup()`` builds a fresh set of inputs (random normal data, never zeros); ``oasr(inputs)``
     and ``peer(inputs)`` take that set and return the output (a tensor, or a tuple of them).
@@ -112,6 +119,11 @@ class Case:
     #: are then timed with events. Declared, not discovered: a failed capture can leave the
     #: CUDA context unusable for the rest of the process.
     capturable: bool = True
+    #: "cuda": both sides are GPU work, timed with CUDA events or graph replays. "host": either
+    #: side runs on the CPU; each call is timed with time.perf_counter_ns up to the end of
+    #: torch.cuda.synchronize() (when there is a GPU), so a GPU side counts until its work is
+    #: done. A run whose selected cases are all "host" needs no GPU.
+    clock: str = "cuda"
 
     def __post_init__(self):
         self.dtype = dtype_name(self.dtype)
@@ -125,6 +137,10 @@ class Case:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"Case {self.name!r}: {name} must be positive, got {value}")
+        if self.clock not in CLOCKS:
+            raise ValueError(
+                f"Case {self.name!r}: clock must be one of {CLOCKS}, got {self.clock!r}"
+            )
 
 
 class Report(NamedTuple):
@@ -161,12 +177,18 @@ def assert_outputs_close(oasr_out, peer_out, dtype: str) -> None:
         )
 
 
-def _check_answer(case: Case, inputs) -> None:
+def _gpu_sync() -> Callable[[], None]:
+    """``torch.cuda.synchronize`` when torch sees a GPU, else a no-op (host-clock cases run on
+    machines without one)."""
     import torch
 
+    return torch.cuda.synchronize if torch.cuda.is_available() else lambda: None
+
+
+def _check_answer(case: Case, inputs) -> None:
     oasr_out = case.oasr(inputs)
     peer_out = case.peer(inputs)
-    torch.cuda.synchronize()
+    _gpu_sync()()
     if case.check is not None:
         case.check(oasr_out, peer_out)
     else:
@@ -310,12 +332,36 @@ def _warm_up(runners: dict[str, _Runner], call_us: float) -> None:
 class Timing(NamedTuple):
     oasr_us: float
     peer_us: float
-    method: str  # "cuda-graph x32", "events", "events (declared not capturable)"
+    method: str  # "cuda-graph x32", "events", "events (declared not capturable)", "host clock"
     input_sets: int
 
 
+def _host_medians(fns: dict[str, Callable[[Any], Any]], inputs, reps: int) -> dict[str, float]:
+    """Median µs per call of each side on the host clock: each sample is one call and the GPU's
+    completion (`_gpu_sync`), the sides alternating and the order flipping every round, after
+    one warm-up call each."""
+    sync = _gpu_sync()
+    for fn in fns.values():
+        fn(inputs)
+    sync()
+    sides = list(fns)
+    samples: dict[str, list[float]] = {side: [] for side in sides}
+    for rep in range(reps):
+        for side in sides if rep % 2 == 0 else sides[::-1]:
+            start_ns = time.perf_counter_ns()
+            fns[side](inputs)
+            sync()
+            samples[side].append((time.perf_counter_ns() - start_ns) / 1e3)
+    return {side: statistics.median(values) for side, values in samples.items()}
+
+
 def time_case(case: Case, first_inputs, reps: int = DEFAULT_REPS) -> Timing:
-    """Time a checked case: OASR and the peer interleaved, on rotating input sets."""
+    """Time a checked case: OASR and the peer interleaved, on rotating input sets; a host-clock
+    case on its one set (`_host_medians`)."""
+    if case.clock == "host":
+        medians = _host_medians({"oasr": case.oasr, "peer": case.peer}, first_inputs, reps)
+        return Timing(medians["oasr"], medians["peer"], "host clock", 1)
+
     import torch
 
     l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
@@ -516,11 +562,19 @@ def format_table(results: list[dict]) -> str:
 
 
 def format_header(header: dict) -> str:
-    """One paragraph naming the GPU, driver, torch, CUDA, date and the copy ceiling."""
-    parts = [
-        f"{header.get('gpu', '?')} ({header.get('capability', '?')}, "
-        f"{header.get('num_sms', '?')} SMs, L2 {header.get('l2_bytes', 0) / 2**20:.0f} MB)",
-        f"driver {header.get('driver', '?')}",
+    """One paragraph naming the GPU (or that there is none), driver, CPU, torch, CUDA, date and
+    the copy ceiling."""
+    if header.get("gpu"):
+        parts = [
+            f"{header['gpu']} ({header.get('capability', '?')}, "
+            f"{header.get('num_sms', '?')} SMs, L2 {header.get('l2_bytes', 0) / 2**20:.0f} MB)",
+            f"driver {header.get('driver', '?')}",
+        ]
+    else:
+        parts = ["no GPU (host-clock cases only)"]
+    if header.get("cpu"):
+        parts.append(f"CPU {header['cpu']}")
+    parts += [
         f"torch {header.get('torch', '?')}",
         f"CUDA {header.get('cuda', '?')}",
         str(header.get("date", "?")),
@@ -653,16 +707,22 @@ def collect_cases(family: str, suite: str = "asr", filter: str | None = None) ->
     return cases
 
 
-def require_cuda() -> None:
-    """Raise `BenchError` with the reason unless torch sees a CUDA GPU."""
+def _import_torch():
     try:
         import torch
     except ImportError as exc:
-        raise BenchError("oasr bench needs torch with CUDA: pip install torch") from exc
+        raise BenchError("oasr bench needs torch: pip install torch") from exc
+    return torch
+
+
+def require_cuda() -> None:
+    """Raise `BenchError` with the reason unless torch sees a CUDA GPU."""
+    torch = _import_torch()
     if not torch.cuda.is_available():
         raise BenchError(
             f"oasr bench needs a CUDA GPU, and torch {torch.__version__} sees none "
-            "(check CUDA_VISIBLE_DEVICES, the driver, and that torch is a CUDA build)"
+            "(check CUDA_VISIBLE_DEVICES, the driver, and that torch is a CUDA build; "
+            "only host-clock cases run without one)"
         )
 
 
@@ -684,17 +744,37 @@ def _driver_version() -> str:
     return " ".join(parts) or "unknown"
 
 
+def _cpu_name() -> str:
+    """The CPU's model (from /proc/cpuinfo on Linux) and its logical cores: host-clock times
+    hold for that CPU only."""
+    model = platform.processor() or platform.machine()
+    try:
+        match = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        if match:
+            model = match.group(1).strip()
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
 def environment_header(**extra) -> dict:
-    """What a quoted result must name: GPU, driver, torch, CUDA, date (and ``extra``)."""
+    """What a quoted result must name: GPU (None for each GPU field when torch sees none),
+    driver, CPU, torch, CUDA, date (and ``extra``)."""
     import torch
 
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    gpu = dict.fromkeys(("gpu", "capability", "num_sms", "l2_bytes", "driver"))
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        gpu = {
+            "gpu": props.name,
+            "capability": f"sm_{props.major}{props.minor}",
+            "num_sms": props.multi_processor_count,
+            "l2_bytes": props.L2_cache_size,
+            "driver": _driver_version(),
+        }
     return {
-        "gpu": props.name,
-        "capability": f"sm_{props.major}{props.minor}",
-        "num_sms": props.multi_processor_count,
-        "l2_bytes": props.L2_cache_size,
-        "driver": _driver_version(),
+        **gpu,
+        "cpu": _cpu_name(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
@@ -714,13 +794,17 @@ def run(
 ) -> Report:
     """Check and time every case of ``family`` in ``suite`` (name containing ``filter``).
 
-    ``progress(index, total, result)`` is called after each case. Returns the header (GPU,
-    driver, torch, CUDA, date, copy ceiling) and one result dict per case."""
+    A GPU is required only when a selected case has clock "cuda"; without one the copy ceiling
+    and the header's GPU fields are None. ``progress(index, total, result)`` is called after each
+    case. Returns the header (GPU, driver, CPU, torch, CUDA, date, copy ceiling) and one result
+    dict per case."""
     if reps < 1:
         raise ValueError(f"reps must be at least 1, got {reps}")
-    require_cuda()
+    torch = _import_torch()
     cases = collect_cases(family, suite, filter)
-    ceiling = copy_ceiling_tbps()
+    if any(case.clock == "cuda" for case in cases):
+        require_cuda()
+    ceiling = copy_ceiling_tbps() if torch.cuda.is_available() else None
     header = environment_header(
         family=family, suite=suite, filter=filter, reps=reps, copy_ceiling_tbps=ceiling
     )

@@ -424,14 +424,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "bench",
-        help="time a family's ops against their PyTorch peers (GPU)",
-        description="Check each case against its PyTorch peer, then time both, interleaved, in "
-        "this process (CUDA-graph replays for calls under 20 µs, inputs rotated past L2); print "
-        "medians, the ratio peer/OASR (> 1: OASR is faster), GB/s and the % of the measured "
-        "copy ceiling. Exits 1 if a case fails its check.",
+        help="time a family's ops against their peers (GPU; host-clock cases also without)",
+        description="Check each case against its peer, then time both, interleaved, in this "
+        "process (CUDA-graph replays for calls under 20 µs, inputs rotated past L2; cases with a "
+        "CPU side on the host clock, up to the GPU's completion); print medians, the ratio "
+        "peer/OASR (> 1: OASR is faster), GB/s and the % of the measured copy ceiling. A GPU is "
+        "needed only when a selected case is timed with CUDA events. Exits 1 if a case fails "
+        "its check.",
     )
     p.add_argument("family", help="a family with benchmark routines, e.g. norm")
-    p.add_argument("--suite", default="asr", help="which set of cases (default asr; also quick)")
+    p.add_argument(
+        "--suite", default="asr", help="which set of cases (default asr; e.g. quick, smoke)"
+    )
     p.add_argument(
         "--filter", metavar="SUBSTRING", help="only cases whose name holds it (any case)"
     )

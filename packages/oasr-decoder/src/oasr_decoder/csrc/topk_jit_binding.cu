@@ -1,0 +1,6 @@
+// TVM-FFI exports of the oasr_topk module.
+#include "tvm_ffi_utils.h"
+
+void topk(OptionalTensor values, TensorView indices, TensorView x, int64_t k);
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(topk, topk);

@@ -1,0 +1,732 @@
+// CTC decoding on the GPU: greedy collapse and the prefix beam search of
+// ctc_prefix_beam_search.h (same recursion, same ranking, same tie-break, float64 scores), with
+// the search state kept on the device between launches (streaming). No context graph here.
+//
+// Per frame, the CPU search visits (prefix, token) pairs in the token order (log-prob desc, id
+// asc). On the GPU the top K = 2 * beam + 1 tokens of every frame are found first, for all frames
+// at once, by the top-k kernel (topk.cuh: the same order); one CTA per utterance then walks the
+// frames. That is exact: from a prefix y, the extensions y + c rank among themselves by that
+// token order, so at most `beam` of them can enter the beam, and those are the first `beam`
+// tokens of the order that are not special for y (special: the blank; last(y), scored from pb;
+// the last tokens of y's children already in the beam, which merge into their stays). At most
+// 1 + (beam - 1) tokens are special for y, so 2 * beam non-blank tokens always hold them.
+//
+// A frame: candidates are the stays (one per entry), the repeat extension of each entry (last(y)
+// again, read from the row) and per entry y the list L_y of its first `beam` regular extensions,
+// already sorted. A candidate's rank is the number of candidates that beat it: the specials by
+// direct comparison, each L_y by binary search. Ranks are distinct (candidates are distinct
+// token sequences), and the `beam` best become the next beam at slot = rank, so the beam stays
+// sorted best first and its first n entries are the n-best.
+//
+// Token sequences live in a trie per stream (pool of nodes: token, parent, depth) in which every
+// sequence has exactly one node: a child is looked up in a hash map keyed by (parent, token)
+// before it is created. So "is y + c in the beam" and "is p the prefix of q" are node-id
+// comparisons, and an exact tie of scores is broken by walking the two sequences up the trie to
+// where they part (rare: only on equal float64 scores). The best alignment of each entry (ending
+// in blank / in its last token) is a chain of links (frame, parent link), one link per token, so
+// a hypothesis's frames are read off its chain at the end. Pools hold `capacity` nodes and links
+// per stream; a frame adds at most `beam` of each, so capacity = frames * beam + 1 suffices.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "oasr/common/types.h"
+#include "oasr/common/vec_dtypes.h"
+#include "oasr/decoder/log_math.h"
+
+namespace oasr::decoder {
+
+inline constexpr int kMaxBeam = 32;
+inline constexpr int kMaxTop = 2 * kMaxBeam + 1;
+
+// counters[s, *]
+enum Counter : int { kNumEntries = 0, kNumNodes, kNumLinks, kNumFrames, kStatus, kNumCounters };
+
+// Bits of counters[s, kStatus]: the stream's result is invalid when any is set.
+enum StatusBit : int {
+  kBadLogProb = 1,     // NaN or +inf in a decoded frame
+  kOutOfCapacity = 2,  // more frames than the pools were sized for
+  kBadLength = 4,      // a length outside [0, frames of the chunk]
+  kBadStream = 8,      // a stream id outside [0, streams)
+};
+
+inline constexpr unsigned long long kEmptyKey = ~0ULL;
+
+// The device state of S prefix beam searches (streams). Shapes in comments.
+struct BeamState {
+  int32_t num_streams, beam, capacity;
+  int64_t map_slots;              // a power of two >= 2 * capacity
+  int32_t* counters;              // [S, kNumCounters]
+  double* probs;                  // [S, 4, beam]: pb, pnb, vb, vnb
+  int32_t* entries;               // [S, 3, beam]: node, chain_b, chain_nb
+  int32_t* nodes;                 // [S, 3, capacity]: token, parent, depth (node 0: the root)
+  int32_t* links;                 // [S, 2, capacity]: frame, parent link (-1: none)
+  unsigned long long* map_keys;   // [S, map_slots]: (parent << 32 | token), kEmptyKey if free
+  int32_t* map_values;            // [S, map_slots]: node id
+};
+
+// One chunk of frames for S' of the streams (row r feeds stream streams[r], or r).
+template <typename T>
+struct BeamChunk {
+  const T* log_probs;  // [S', Tc, V], unit stride over V
+  int64_t stride_row, stride_frame;
+  int32_t num_rows, num_frames, vocab;
+  const int32_t* lengths;   // [S'] frames to take from each row, or null (all Tc)
+  const int32_t* streams;   // [S'] stream ids, or null (row r is stream r)
+  const int32_t* top_ids;   // [S', Tc, top_k]: each frame's top_k tokens, (log-prob desc, id asc)
+  const T* top_vals;        // [S', Tc, top_k]: their log-probs
+  int32_t top_k;
+  int32_t blank;
+  double skip_log_threshold;  // frames with log_probs[blank] > this are skipped
+};
+
+OASR_DEVICE uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Pointers of one stream's pools.
+struct StreamPools {
+  int32_t* token;
+  int32_t* parent;
+  int32_t* depth;
+  int32_t* link_frame;
+  int32_t* link_parent;
+  unsigned long long* keys;
+  int32_t* values;
+  int32_t capacity;
+  uint64_t slot_mask;
+
+  OASR_DEVICE StreamPools(const BeamState& st, int32_t s) {
+    const int64_t cap = st.capacity;
+    token = st.nodes + s * 3 * cap;
+    parent = token + cap;
+    depth = parent + cap;
+    link_frame = st.links + s * 2 * cap;
+    link_parent = link_frame + cap;
+    keys = st.map_keys + s * st.map_slots;
+    values = st.map_values + s * st.map_slots;
+    capacity = st.capacity;
+    slot_mask = static_cast<uint64_t>(st.map_slots - 1);
+  }
+
+  // Inserts node id -> (parent, token) in the map (the slot is known free of this key).
+  OASR_DEVICE void map_insert(int32_t parent_node, int32_t tok, int32_t id) const {
+    const unsigned long long key =
+        (static_cast<unsigned long long>(parent_node) << 32) | static_cast<uint32_t>(tok);
+    for (uint64_t h = mix64(key) & slot_mask;; h = (h + 1) & slot_mask) {
+      if (atomicCAS(&keys[h], kEmptyKey, key) == kEmptyKey) {
+        values[h] = id;
+        return;
+      }
+    }
+  }
+
+  // The node of seq(parent_node) + [tok], created when new (next id from *num_nodes); -1 when
+  // the pool is full.
+  OASR_DEVICE int32_t child(int32_t parent_node, int32_t tok, int32_t* num_nodes) const {
+    const unsigned long long key =
+        (static_cast<unsigned long long>(parent_node) << 32) | static_cast<uint32_t>(tok);
+    for (uint64_t h = mix64(key) & slot_mask;; h = (h + 1) & slot_mask) {
+      unsigned long long k = keys[h];
+      if (k == key) return values[h];
+      if (k != kEmptyKey) continue;
+      // A free slot ends the probe: the key is absent. Claim the slot (another thread of the
+      // CTA may take it first for another key: then probe on). No two threads of a frame look
+      // for the same key: they build distinct sequences.
+      k = atomicCAS(&keys[h], kEmptyKey, key);
+      if (k != kEmptyKey) {
+        if (k == key) return values[h];
+        continue;
+      }
+      const int32_t id = atomicAdd(num_nodes, 1);
+      if (id >= capacity) {
+        values[h] = -1;
+        return -1;
+      }
+      token[id] = tok;
+      this->parent[id] = parent_node;
+      depth[id] = depth[parent_node] + 1;
+      values[h] = id;
+      return id;
+    }
+  }
+
+  // seq(na) + [ea] < seq(nb) + [eb] lexicographically (e < 0: no extra token; a proper prefix
+  // first). The two sequences differ. Walks up the trie: only for exact ties of scores.
+  OASR_DEVICE bool seq_less(int32_t na, int32_t ea, int32_t nb, int32_t eb) const {
+    const int32_t da = depth[na] + (ea >= 0), db = depth[nb] + (eb >= 0);
+    const int32_t m = da < db ? da : db;
+    if (m == 0) return da < db;
+    // Each side at depth m as (prefix node, last token): node ids are sequence ids.
+    auto at_depth = [&](int32_t n, int32_t e, int32_t d, int32_t* p, int32_t* t) {
+      if (e >= 0 && depth[n] + 1 == d) {
+        *p = n;
+        *t = e;
+        return;
+      }
+      while (depth[n] > d) n = parent[n];
+      *p = parent[n];
+      *t = token[n];
+    };
+    int32_t pa, ta, pb, tb;
+    at_depth(na, ea, m, &pa, &ta);
+    at_depth(nb, eb, m, &pb, &tb);
+    if (pa == pb && ta == tb) return da < db;
+    while (pa != pb) {  // both at depth >= 1 here: the root is a common ancestor
+      ta = token[pa];
+      tb = token[pb];
+      pa = parent[pa];
+      pb = parent[pb];
+    }
+    return ta < tb;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// reset: every selected stream back to the empty prefix at frame 0
+
+OASR_DEVICE void reset_stream(const BeamState& st, int32_t s, int tid, int threads) {
+  const StreamPools pools(st, s);
+  for (int64_t h = tid; h < st.map_slots; h += threads) pools.keys[h] = kEmptyKey;
+  if (tid == 0) {
+    int32_t* c = st.counters + s * kNumCounters;
+    c[kNumEntries] = 1;
+    c[kNumNodes] = 1;
+    c[kNumLinks] = 0;
+    c[kNumFrames] = 0;
+    c[kStatus] = 0;
+    pools.token[0] = -1;
+    pools.parent[0] = -1;
+    pools.depth[0] = 0;
+    double* pr = st.probs + s * 4 * st.beam;
+    pr[0] = 0.0;                  // pb
+    pr[st.beam] = -INFINITY;      // pnb
+    pr[2 * st.beam] = 0.0;        // vb
+    pr[3 * st.beam] = -INFINITY;  // vnb
+    int32_t* en = st.entries + s * 3 * st.beam;
+    en[0] = 0;
+    en[st.beam] = -1;
+    en[2 * st.beam] = -1;
+  }
+}
+
+// grid (streams to reset, blocks per stream)
+__global__ void ctc_beam_reset_kernel(BeamState st, const int32_t* streams) {
+  const int32_t s = streams ? streams[blockIdx.x] : static_cast<int32_t>(blockIdx.x);
+  if (s < 0 || s >= st.num_streams) return;
+  reset_stream(st, s, threadIdx.x + blockIdx.y * blockDim.x, blockDim.x * gridDim.y);
+}
+
+// Rebuilds every stream's map from its nodes (after the pools grew). grid (S, blocks).
+__global__ void ctc_beam_rebuild_map_kernel(BeamState st) {
+  const int32_t s = blockIdx.x;
+  const StreamPools pools(st, s);
+  const int32_t n = min(st.counters[s * kNumCounters + kNumNodes], st.capacity);
+  for (int32_t id = 1 + threadIdx.x + blockIdx.y * blockDim.x; id < n;
+       id += blockDim.x * gridDim.y) {
+    pools.map_insert(pools.parent[id], pools.token[id], id);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// advance: one CTA per row of the chunk
+
+template <int kThreads>
+struct AdvanceSmem {
+  // the beam, double buffered: [buffer][entry]
+  double pb[2][kMaxBeam], pnb[2][kMaxBeam], vb[2][kMaxBeam], vnb[2][kMaxBeam];
+  int32_t node[2][kMaxBeam], chain_b[2][kMaxBeam], chain_nb[2][kMaxBeam];
+  int32_t last[2][kMaxBeam], parent_node[2][kMaxBeam];
+  // per frame
+  double acoustic[kMaxBeam];
+  double l_last[kMaxBeam];
+  int32_t parent_idx[kMaxBeam];
+  uint32_t children[kMaxBeam];  // bit e: entry e's prefix is this entry
+  int32_t top_id[kMaxTop];
+  double top_l[kMaxTop];
+  // specials: 2 i = stay of entry i, 2 i + 1 = its repeat extension
+  double sp_score[2 * kMaxBeam], sp_pb[2 * kMaxBeam], sp_pnb[2 * kMaxBeam];
+  double sp_vb[2 * kMaxBeam], sp_vnb[2 * kMaxBeam];
+  int32_t sp_chain_b[2 * kMaxBeam], sp_chain_parent[2 * kMaxBeam];  // see below
+  bool sp_valid[2 * kMaxBeam], sp_vnb_new[2 * kMaxBeam];
+  // L_y: the first `beam` regular extensions of entry y
+  double ext_score[kMaxBeam][kMaxBeam];
+  double ext_l[kMaxBeam][kMaxBeam];  // the token's log-prob (score = acoustic(y) + l)
+  int32_t ext_token[kMaxBeam][kMaxBeam];
+  int32_t ext_len[kMaxBeam];
+  int32_t num_valid;
+  int32_t num_entries, num_nodes, num_links, status;
+};
+
+template <typename T, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    ctc_beam_advance_kernel(BeamState st, BeamChunk<T> in) {
+  __shared__ AdvanceSmem<kThreads> sm;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  constexpr int kWarps = kThreads / 32;
+  const int32_t row = blockIdx.x;
+  const int32_t s = in.streams ? in.streams[row] : row;
+  if (s < 0 || s >= st.num_streams) return;  // the launcher checked the ids on the host
+  const int32_t beam = st.beam;
+  int32_t* counters = st.counters + s * kNumCounters;
+  const StreamPools pools(st, s);
+  double* probs = st.probs + s * 4 * beam;
+  int32_t* entries = st.entries + s * 3 * beam;
+
+  int32_t len = in.lengths ? in.lengths[row] : in.num_frames;
+  if (tid == 0) {
+    sm.num_entries = counters[kNumEntries];
+    sm.num_nodes = counters[kNumNodes];
+    sm.num_links = counters[kNumLinks];
+    sm.status = counters[kStatus];
+    if (len < 0 || len > in.num_frames) sm.status |= kBadLength;
+  }
+  len = len < 0 ? 0 : (len > in.num_frames ? in.num_frames : len);
+  const int32_t frame0 = counters[kNumFrames];
+  if (tid < beam) {
+    sm.pb[0][tid] = probs[tid];
+    sm.pnb[0][tid] = probs[beam + tid];
+    sm.vb[0][tid] = probs[2 * beam + tid];
+    sm.vnb[0][tid] = probs[3 * beam + tid];
+    const int32_t n = entries[tid];
+    sm.node[0][tid] = n;
+    sm.chain_b[0][tid] = entries[beam + tid];
+    sm.chain_nb[0][tid] = entries[2 * beam + tid];
+    if (n >= 0 && n < pools.capacity) {
+      sm.last[0][tid] = pools.token[n];
+      sm.parent_node[0][tid] = pools.parent[n];
+    }
+  }
+  __syncthreads();
+
+  int cur = 0;
+  int32_t nb = sm.num_entries;  // uniform: every thread updates it after each frame
+  const int32_t blank = in.blank;
+  // Frame t's inputs in registers, loaded one frame ahead so their latency hides behind the
+  // previous frame's work: every thread holds the blank's and the largest log-prob, thread
+  // j < top_k the frame's j-th token and its log-prob.
+  int32_t pre_id = 0;
+  float pre_val = 0.0f, pre_blank = 0.0f, pre_top0 = 0.0f;
+  auto load_frame = [&](int32_t t) {
+    const int64_t f = static_cast<int64_t>(row) * in.num_frames + t;
+    pre_blank = to_float(in.log_probs[row * in.stride_row + t * in.stride_frame + blank]);
+    pre_top0 = to_float(in.top_vals[f * in.top_k]);
+    if (tid < in.top_k) {
+      pre_id = in.top_ids[f * in.top_k + tid];
+      pre_val = to_float(in.top_vals[f * in.top_k + tid]);
+    }
+  };
+  if (len > 0) load_frame(0);
+  for (int32_t t = 0; t < len && sm.status == 0; ++t) {
+    // The frame's largest value (NaN counts as largest in the top-k order) vets the row.
+    if (isnan(pre_top0) || pre_top0 == INFINITY) {
+      if (tid == 0) sm.status |= kBadLogProb;
+      break;  // uniform: every thread holds the same value
+    }
+    const double l_blank = pre_blank;
+    if (l_blank > in.skip_log_threshold) {  // uniform
+      if (t + 1 < len) load_frame(t + 1);
+      continue;
+    }
+    const T* row_lp = in.log_probs + row * in.stride_row + t * in.stride_frame;
+    const int nxt = cur ^ 1;
+
+    // Entry facts, the frame's tokens.
+    if (tid < in.top_k) {
+      sm.top_id[tid] = pre_id;
+      sm.top_l[tid] = pre_val;
+    }
+    if (tid < nb) {
+      const int32_t i = tid;
+      sm.acoustic[i] = log_add_exp(sm.pb[cur][i], sm.pnb[cur][i]);
+      sm.l_last[i] = sm.node[cur][i] != 0 ? static_cast<double>(to_float(row_lp[sm.last[cur][i]]))
+                                         : -INFINITY;
+      int32_t p = -1;
+      uint32_t children = 0;
+      for (int32_t j = 0; j < nb; ++j) {
+        if (sm.node[cur][j] == sm.parent_node[cur][i]) p = j;
+        if (sm.parent_node[cur][j] == sm.node[cur][i]) children |= 1u << j;
+      }
+      sm.parent_idx[i] = p;
+      sm.children[i] = children;
+    }
+    if (tid == 0) sm.num_valid = 0;
+    __syncthreads();
+    if (t + 1 < len) load_frame(t + 1);  // consumed at the top of the next frame
+
+    // A bar for the ranking: each stay scores at least acoustic + l[blank] (lse(a, b) >= a);
+    // with a full beam, the smallest of those bounds has `beam` valid candidates at or above it,
+    // so a candidate scoring strictly below it cannot enter. Tight on blank frames, where most
+    // extensions fall below it and skip the ranking.
+    double bar = -INFINITY;
+    if (nb == beam) {
+      bar = INFINITY;
+      for (int32_t i = 0; i < nb; ++i) bar = fmin(bar, sm.acoustic[i] + l_blank);
+    }
+
+    // Specials: the stay and the repeat extension of each entry.
+    if (tid < 2 * nb) {
+      const int32_t i = tid / 2;
+      const bool stay = tid % 2 == 0;
+      const int32_t n = sm.node[cur][i];
+      const double pb = sm.pb[cur][i], pnb = sm.pnb[cur][i];
+      const double vb = sm.vb[cur][i], vnb = sm.vnb[cur][i];
+      const double l = sm.l_last[i];
+      bool valid = false;
+      if (stay) {
+        const bool vb_from_nb = vnb >= vb;
+        const double new_pb = sm.acoustic[i] + l_blank;
+        const double new_vb = (vb_from_nb ? vnb : vb) + l_blank;
+        double stay_p = -INFINITY, stay_v = -INFINITY, ext = -INFINITY, ext_v = -INFINITY;
+        int32_t ext_chain = -1;
+        if (n != 0) {
+          stay_p = pnb + l;
+          stay_v = vnb + l;
+          const int32_t p = sm.parent_idx[i];
+          if (p >= 0) {  // seq(p) + last(i) merges into this stay
+            if (sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i]) {
+              ext = sm.pb[cur][p] + l;
+              ext_v = sm.vb[cur][p] + l;
+              ext_chain = sm.chain_b[cur][p];
+            } else {
+              ext = sm.acoustic[p] + l;
+              const bool from_nb = sm.vnb[cur][p] >= sm.vb[cur][p];
+              ext_v = (from_nb ? sm.vnb[cur][p] : sm.vb[cur][p]) + l;
+              ext_chain = from_nb ? sm.chain_nb[cur][p] : sm.chain_b[cur][p];
+            }
+          }
+        }
+        const double new_pnb = log_add_exp(stay_p, ext);
+        const bool vnb_extends = !(stay_v >= ext_v);
+        const double score = log_add_exp(new_pb, new_pnb);
+        valid = score != -INFINITY;
+        sm.sp_score[tid] = score;
+        sm.sp_pb[tid] = new_pb;
+        sm.sp_pnb[tid] = new_pnb;
+        sm.sp_vb[tid] = new_vb;
+        sm.sp_vnb[tid] = vnb_extends ? ext_v : stay_v;
+        sm.sp_chain_b[tid] = vb_from_nb ? sm.chain_nb[cur][i] : sm.chain_b[cur][i];
+        // a new link continuing ext_chain, or the entry's own chain_nb
+        sm.sp_vnb_new[tid] = vnb_extends;
+        sm.sp_chain_parent[tid] = vnb_extends ? ext_chain : sm.chain_nb[cur][i];
+      } else if (n != 0) {  // repeat: seq(i) + last(i), from pb only, unless already in the beam
+        bool merged = false;
+        for (uint32_t m = sm.children[i]; m != 0; m &= m - 1) {
+          merged |= sm.last[cur][__ffs(m) - 1] == sm.last[cur][i];
+        }
+        const double new_pnb = pb + l;
+        valid = !merged && new_pnb != -INFINITY;
+        sm.sp_score[tid] = new_pnb;
+        sm.sp_pb[tid] = -INFINITY;
+        sm.sp_pnb[tid] = new_pnb;
+        sm.sp_vb[tid] = -INFINITY;
+        sm.sp_vnb[tid] = vb + l;
+        sm.sp_chain_b[tid] = -1;
+        sm.sp_vnb_new[tid] = true;
+        sm.sp_chain_parent[tid] = sm.chain_b[cur][i];
+      }
+      sm.sp_valid[tid] = valid;
+      if (valid) atomicAdd(&sm.num_valid, 1);
+    }
+
+    // L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the
+    // blank, not last(y), not the last token of a child of y in the beam, with l > -inf, whose
+    // extension scores at least the bar (the order is by l: once below, all later are).
+    for (int32_t y = warp; y < nb; y += kWarps) {
+      const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
+      const double base = sm.acoustic[y];
+      int32_t count = 0;
+      bool below = false;
+      for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
+        const int32_t j = j0 + lane;
+        bool ok = false;
+        int32_t c = -1;
+        double l = -INFINITY;
+        if (j < in.top_k) {
+          c = sm.top_id[j];
+          l = sm.top_l[j];
+          ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
+          for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
+            ok &= sm.last[cur][__ffs(m) - 1] != c;
+          }
+        }
+        below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
+        const unsigned ballot = __ballot_sync(0xffffffffu, ok);
+        const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
+        if (ok && pos < beam) {
+          sm.ext_score[y][pos] = base + l;
+          sm.ext_l[y][pos] = l;
+          sm.ext_token[y][pos] = c;
+        }
+        count += __popc(ballot);
+      }
+      if (lane == 0) {
+        sm.ext_len[y] = count < beam ? count : beam;
+        atomicAdd(&sm.num_valid, count < beam ? count : beam);
+      }
+    }
+    __syncthreads();
+    // The next beam's size (read here: tid 0 resets the count in the next frame, after the
+    // barrier below).
+    const int32_t nb_next = sm.num_valid < beam ? sm.num_valid : beam;
+
+    // Rank every candidate; the `beam` best become the next beam at slot = rank.
+    // Candidate x: (score, source entry, extra token or -1 for a stay).
+    auto better = [&](double sa, int32_t ya, int32_t ea, double sb, int32_t yb, int32_t eb) {
+      if (sa != sb) return sa > sb;
+      if (ya == yb) return ea < eb;  // a stay (-1) first, then by token
+      return pools.seq_less(sm.node[cur][ya], ea, sm.node[cur][yb], eb);
+    };
+    const int32_t num_special = 2 * nb;
+    const int32_t total = num_special + nb * beam;
+    for (int32_t x = tid; x < total; x += kThreads) {
+      double score;
+      int32_t y, e, list_pos = -1;
+      if (x < num_special) {
+        if (!sm.sp_valid[x]) continue;
+        score = sm.sp_score[x];
+        y = x / 2;
+        e = x % 2 == 0 ? -1 : sm.last[cur][y];
+      } else {
+        y = (x - num_special) / beam;
+        list_pos = (x - num_special) % beam;
+        if (list_pos >= sm.ext_len[y]) continue;
+        score = sm.ext_score[y][list_pos];
+        e = sm.ext_token[y][list_pos];
+      }
+      if (score < bar) continue;
+      int32_t rank = 0;
+      for (int32_t z = 0; z < num_special && rank < beam; ++z) {
+        if (z == x || !sm.sp_valid[z]) continue;
+        const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
+        rank += better(sm.sp_score[z], z / 2, ez, score, y, e);
+      }
+      for (int32_t w = 0; w < nb && rank < beam; ++w) {
+        if (w == y && list_pos >= 0) {
+          rank += list_pos;  // L_y is sorted: exactly its first list_pos entries beat x
+          continue;
+        }
+        int32_t lo = 0, hi = sm.ext_len[w];  // L_w[j] beats x exactly for j < lo
+        while (lo < hi) {
+          const int32_t mid = (lo + hi) / 2;
+          if (better(sm.ext_score[w][mid], w, sm.ext_token[w][mid], score, y, e)) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        rank += lo;
+      }
+      if (rank >= beam) continue;
+
+      // The new entry at slot `rank`.
+      const int32_t r = rank;
+      double pb, pnb, vb, vnb;
+      int32_t node, chain_b, chain_parent, last, parent_node;
+      bool new_link;
+      if (list_pos < 0 && x % 2 == 0) {  // stay
+        pb = sm.sp_pb[x];
+        pnb = sm.sp_pnb[x];
+        vb = sm.sp_vb[x];
+        vnb = sm.sp_vnb[x];
+        node = sm.node[cur][y];
+        last = sm.last[cur][y];
+        parent_node = sm.parent_node[cur][y];
+        chain_b = sm.sp_chain_b[x];
+        new_link = sm.sp_vnb_new[x];
+        chain_parent = sm.sp_chain_parent[x];
+      } else {
+        if (list_pos < 0) {  // repeat
+          pnb = sm.sp_pnb[x];
+          vnb = sm.sp_vnb[x];
+          chain_parent = sm.sp_chain_parent[x];
+        } else {
+          pnb = score;
+          const bool from_nb = sm.vnb[cur][y] >= sm.vb[cur][y];
+          vnb = (from_nb ? sm.vnb[cur][y] : sm.vb[cur][y]) + sm.ext_l[y][list_pos];
+          chain_parent = from_nb ? sm.chain_nb[cur][y] : sm.chain_b[cur][y];
+        }
+        pb = -INFINITY;
+        vb = -INFINITY;
+        chain_b = -1;
+        new_link = true;
+        parent_node = sm.node[cur][y];
+        last = e;
+        node = pools.child(parent_node, e, &sm.num_nodes);
+        if (node < 0) atomicOr(&sm.status, static_cast<int32_t>(kOutOfCapacity));
+      }
+      int32_t chain_nb = chain_parent;
+      if (new_link) {
+        chain_nb = atomicAdd(&sm.num_links, 1);
+        if (chain_nb < pools.capacity) {
+          pools.link_frame[chain_nb] = frame0 + t;
+          pools.link_parent[chain_nb] = chain_parent;
+        } else {
+          atomicOr(&sm.status, static_cast<int32_t>(kOutOfCapacity));
+          chain_nb = -1;
+        }
+      }
+      sm.pb[nxt][r] = pb;
+      sm.pnb[nxt][r] = pnb;
+      sm.vb[nxt][r] = vb;
+      sm.vnb[nxt][r] = vnb;
+      sm.node[nxt][r] = node;
+      sm.last[nxt][r] = last;
+      sm.parent_node[nxt][r] = parent_node;
+      sm.chain_b[nxt][r] = chain_b;
+      sm.chain_nb[nxt][r] = chain_nb;
+    }
+    __syncthreads();
+    cur = nxt;
+    nb = nb_next;
+  }
+
+  // Store the state back.
+  if (tid < beam) {
+    probs[tid] = sm.pb[cur][tid];
+    probs[beam + tid] = sm.pnb[cur][tid];
+    probs[2 * beam + tid] = sm.vb[cur][tid];
+    probs[3 * beam + tid] = sm.vnb[cur][tid];
+    entries[tid] = sm.node[cur][tid];
+    entries[beam + tid] = sm.chain_b[cur][tid];
+    entries[2 * beam + tid] = sm.chain_nb[cur][tid];
+  }
+  if (tid == 0) {
+    counters[kNumEntries] = nb;
+    counters[kNumNodes] = sm.num_nodes < pools.capacity ? sm.num_nodes : pools.capacity;
+    counters[kNumLinks] = sm.num_links < pools.capacity ? sm.num_links : pools.capacity;
+    counters[kNumFrames] = frame0 + len;
+    counters[kStatus] = sm.status;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// result: the n-best of each selected stream, best first. One CTA per row.
+
+struct HypothesisOut {
+  int32_t* tokens;    // [R, N, L], -1 past a hypothesis's length
+  int32_t* frames;    // [R, N, L]
+  int32_t* lengths;   // [R, N], -1 for a missing hypothesis
+  double* scores;     // [R, N], -inf for a missing hypothesis
+  int32_t nbest, max_len;
+};
+
+__global__ void ctc_beam_result_kernel(BeamState st, HypothesisOut out, const int32_t* streams,
+                                       int32_t* status_out) {
+  const int32_t row = blockIdx.x;
+  const int32_t s = streams ? streams[row] : row;
+  if (s < 0 || s >= st.num_streams) return;
+  const StreamPools pools(st, s);
+  const int32_t* counters = st.counters + s * kNumCounters;
+  const int32_t nb = counters[kNumEntries];
+  const int64_t L = out.max_len;
+  int32_t* tokens = out.tokens + static_cast<int64_t>(row) * out.nbest * L;
+  int32_t* frames = out.frames + static_cast<int64_t>(row) * out.nbest * L;
+  const int32_t beam = st.beam;
+  const double* probs = st.probs + s * 4 * beam;
+  const int32_t* entries = st.entries + s * 3 * beam;
+  for (int32_t n = threadIdx.x / 32; n < out.nbest; n += blockDim.x / 32) {
+    const int lane = threadIdx.x % 32;
+    int32_t len = -1;
+    if (n < nb) len = pools.depth[entries[n]];
+    const bool fits = len <= L;
+    for (int64_t j = (fits && len > 0 ? len : 0) + lane; j < L; j += 32) {
+      tokens[n * L + j] = -1;
+      frames[n * L + j] = -1;
+    }
+    if (lane == 0) {
+      double score = -INFINITY;
+      if (n < nb) {
+        const double pb = probs[n], pnb = probs[beam + n];
+        const double vb = probs[2 * beam + n], vnb = probs[3 * beam + n];
+        score = log_add_exp(pb, pnb);
+        if (fits) {
+          int32_t node = entries[n];
+          int32_t link = vnb >= vb ? entries[2 * beam + n] : entries[beam + n];
+          for (int32_t j = len - 1; j >= 0; --j) {
+            tokens[n * L + j] = pools.token[node];
+            frames[n * L + j] = link >= 0 ? pools.link_frame[link] : -1;
+            node = pools.parent[node];
+            link = link >= 0 ? pools.link_parent[link] : -1;
+          }
+        }
+      }
+      out.lengths[row * out.nbest + n] = fits ? len : -1;
+      out.scores[row * out.nbest + n] = score;
+      if (n == 0 && status_out) status_out[row] = counters[kStatus] | (fits ? 0 : kOutOfCapacity);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// greedy: collapse each utterance's per-frame best tokens. One warp per utterance.
+
+template <typename T>
+struct GreedyArgs {
+  const int32_t* best_ids;  // [B, T] (the top-1 of each frame: the lowest id among equal maxima)
+  const T* best_vals;       // [B, T]
+  const int32_t* lengths;   // [B] or null (T)
+  int32_t batch, num_frames, blank;
+  HypothesisOut out;        // nbest = 1, max_len = T
+  int32_t* status;          // [B]
+};
+
+template <typename T>
+__global__ void ctc_greedy_collapse_kernel(GreedyArgs<T> a) {
+  const int32_t b = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (b >= a.batch) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t T_ = a.num_frames;
+  int32_t len = a.lengths ? a.lengths[b] : a.num_frames;
+  int32_t status = 0;
+  if (len < 0 || len > a.num_frames) {
+    status |= kBadLength;
+    len = len < 0 ? 0 : a.num_frames;
+  }
+  const int32_t* ids = a.best_ids + b * T_;
+  const T* vals = a.best_vals + b * T_;
+  int32_t* tokens = a.out.tokens + b * T_;
+  int32_t* frames = a.out.frames + b * T_;
+  int32_t count = 0, carry = a.blank;
+  double score = 0.0;  // summed in frame order, as the CPU search does
+  bool bad = false;
+  for (int32_t t0 = 0; t0 < len; t0 += 32) {
+    const int32_t t = t0 + lane;
+    const bool in = t < len;
+    const int32_t id = in ? ids[t] : a.blank;
+    const float v = in ? to_float(vals[t]) : 0.0f;
+    bad |= in && (isnan(v) || v == INFINITY);
+    int32_t prev = __shfl_up_sync(0xffffffffu, id, 1);
+    if (lane == 0) prev = carry;
+    const bool emit = in && id != a.blank && id != prev;
+    const unsigned ballot = __ballot_sync(0xffffffffu, emit);
+    if (emit) {
+      const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
+      tokens[pos] = id;
+      frames[pos] = t;
+    }
+    count += __popc(ballot);
+    carry = __shfl_sync(0xffffffffu, id, 31);
+    for (int j = 0; j < 32; ++j) {
+      const float vj = __shfl_sync(0xffffffffu, v, j);
+      if (t0 + j < len) score += static_cast<double>(vj);
+    }
+  }
+  for (int64_t j = count + lane; j < T_; j += 32) {
+    tokens[j] = -1;
+    frames[j] = -1;
+  }
+  bad = __any_sync(0xffffffffu, bad);
+  if (lane == 0) {
+    a.out.lengths[b] = count;
+    a.out.scores[b] = score;
+    a.status[b] = status | (bad ? kBadLogProb : 0);
+  }
+}
+
+}  // namespace oasr::decoder

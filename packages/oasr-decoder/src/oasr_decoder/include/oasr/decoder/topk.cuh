@@ -1,0 +1,420 @@
+// Sorted top-k of rows (vocabulary-sized: V 500..16384, many rows), one warp per row.
+//
+// Order: value descending, equal values by column ascending; NaN is the largest value and
+// -0.0 == +0.0. Values are copied bit for bit from x (NaN payloads kept), never recomputed.
+//
+// Keys. Every element becomes an unsigned key whose unsigned order is that order: a positive
+// float's bits with the sign bit set, a negative float's bits inverted; NaN becomes the largest
+// key and -0.0 is read as +0.0. float32 keys are 32 bits, float16/bfloat16 keys 16 (half the
+// rounds of the searches below). Every real key is >= 1 (-inf's is 0x007fffff / 0x03ff / 0x007f),
+// so 0 marks "no element".
+//
+// The method, per row:
+//   1. Group maxima. The warp reads the row with 128-bit loads (a misaligned head and the tail
+//      with scalar loads, one element per lane) and each lane keeps the maximum key of 8 groups
+//      of its elements: G = 32 * 8 = 256 groups per row, G >= kTopkMaxK >= k.
+//   2. tau = the k-th largest of the G group maxima, exactly, by a bitwise binary search over the
+//      key bits from the top (keep a bit when at least k maxima are >= the candidate): 16 or 32
+//      rounds of 8 compares and one warp sum. Why it is safe: the k groups whose maxima are
+//      >= tau each hold a distinct element with key >= tau, so the row's k-th largest key is
+//      >= tau, and every top-k element (key >= the k-th largest) has key >= tau. (Fewer than k
+//      non-empty groups: tau = 0, raised to 1, and every element is a candidate.)
+//   3. Candidates. The warp re-reads the row (L1/L2) -- only the lanes with a group maximum
+//      >= tau, the others hold no candidate -- and appends every element with key >= tau to its
+//      shared-memory buffer of kTopkCapacity entries (key << 32 | ~column: one unsigned compare
+//      orders by key descending, then column ascending), positions by a warp prefix sum.
+//   4. Rank. Each candidate's rank is the number of candidates that order before it; ranks < k
+//      are written to out[rank]. Random and log-softmax rows give k to 1.4k candidates (measured
+//      over 200 rows each at V 500..16384: mean 175, at most 211 for k = 128; 10.2 for k = 10).
+//   5. Overflow (more than kTopkCapacity candidates: many equal values, a constant row, data
+//      periodic in the group stride): the exact k-th largest key of the whole row by the same
+//      bitwise search counting over the row, then every element above it (fewer than k) and the
+//      lowest-column elements equal to it, k in all, ranked as in 4. Exact, not fast.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+
+#include "oasr/common/reduction.h"
+#include "oasr/common/types.h"
+#include "oasr/common/vec_dtypes.h"
+
+namespace oasr::decoder {
+
+constexpr int kTopkMaxK = 128;
+constexpr int kTopkWarpsPerBlock = 4;  // rows per block; 16 KB of candidate buffers
+constexpr int kTopkGroupsPerLane = 8;  // G = 256 groups per row
+// Candidate entries per warp: 2.4x the most seen for k = 128 on random rows (above).
+constexpr int kTopkCapacity = 512;
+// 128-bit loads in flight per lane (2 KB per warp). ptxas (sm_90a): 70 registers for 16-bit
+// rows, 48 for float32, no spills.
+constexpr int kTopkUnroll = 4;
+constexpr int kTopkBlockThreads = kTopkWarpsPerBlock * kWarpSize;
+static_assert(kWarpSize * kTopkGroupsPerLane >= kTopkMaxK,
+              "the group maxima must number at least k for tau to bound the k-th largest element");
+static_assert(kTopkCapacity >= kTopkMaxK && kTopkCapacity % kWarpSize == 0,
+              "the candidate buffer holds the overflow path's k entries, whole warps of them");
+
+template <typename T, typename IdxT>
+struct TopkArgs {
+  const T* x;      // [rows, cols], unit column stride; row r at (r / inner) * outer_stride +
+                   // (r % inner) * x_stride (elements): a [B, T, V] slice with any B and T strides
+  T* values;       // [rows, k] contiguous, or null: indices only
+  IdxT* indices;   // [rows, k] contiguous, int32 or int64 column indices
+  int64_t rows, cols, x_stride;
+  int64_t k;
+  int64_t inner = INT64_MAX, outer_stride = 0;  // default: uniformly strided rows
+};
+
+// Null when the kernel takes these sizes, else why not.
+inline const char* topk_can_implement(int64_t rows, int64_t cols, int64_t k) {
+  if (k < 1) return "k must be at least 1";
+  if (k > cols) return "k must be at most V (the row length)";
+  if (k > kTopkMaxK) return "k must be at most 128 (for larger k use torch.topk)";
+  if (cols > INT_MAX) return "rows must be shorter than 2^31 elements";
+  if (rows > INT_MAX) return "x must have fewer than 2^31 rows";
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Order-preserving keys of the raw element bits
+
+struct TopkKeyFloat32 {
+  using Bits = uint32_t;
+  static constexpr int kBits = 32;
+  OASR_DEVICE static uint32_t of(uint32_t u) {
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;  // NaN: the largest
+    if (u == 0x80000000u) u = 0;                              // -0.0 == +0.0
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+};
+
+// float16 (infinity 0x7c00) and bfloat16 (0x7f80): sign, exponent, mantissa in 16 bits.
+template <uint32_t kInfBits>
+struct TopkKey16 {
+  using Bits = uint16_t;
+  static constexpr int kBits = 16;
+  OASR_DEVICE static uint32_t of(uint32_t h) {
+    if ((h & 0x7fffu) > kInfBits) return 0xffffu;
+    if (h == 0x8000u) h = 0;
+    return (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
+  }
+};
+
+template <typename T>
+struct TopkKeyOf;
+template <>
+struct TopkKeyOf<float> {
+  using type = TopkKeyFloat32;
+};
+template <>
+struct TopkKeyOf<half> {
+  using type = TopkKey16<0x7c00u>;
+};
+template <>
+struct TopkKeyOf<bfloat16> {
+  using type = TopkKey16<0x7f80u>;
+};
+
+// A candidate: key in the high word, ~column in the low one, so that a larger entry orders
+// first (key descending, then column ascending); entries of one row never tie.
+OASR_DEVICE uint64_t topk_entry(uint32_t key, int col) {
+  return (uint64_t(key) << 32) | uint32_t(~col);
+}
+OASR_DEVICE int topk_entry_col(uint64_t entry) { return int(~uint32_t(entry)); }
+
+// ---------------------------------------------------------------------------------------------
+// Warp helpers
+
+// The sum of an int over the warp, in every lane (redux.sync on sm_80+).
+OASR_DEVICE int topk_warp_sum(int value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return int(__reduce_add_sync(kFullWarpMask, unsigned(value)));
+#else
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(kFullWarpMask, value, offset);
+  }
+  return value;
+#endif
+}
+
+// The sum of `value` over the lanes below this one; *total gets the warp's sum.
+OASR_DEVICE int topk_warp_exclusive_sum(int value, int lane, int* total) {
+  int inclusive = value;
+#pragma unroll
+  for (int offset = 1; offset < kWarpSize; offset *= 2) {
+    const int below = __shfl_up_sync(kFullWarpMask, inclusive, offset);
+    if (lane >= offset) inclusive += below;
+  }
+  *total = __shfl_sync(kFullWarpMask, inclusive, kWarpSize - 1);
+  return inclusive - value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A row as the warp reads it: the scalar edges (the elements before the first 16-byte boundary,
+// then the tail past the last whole vector: fewer than 2N, one per lane) and the whole vectors.
+
+template <typename Key>
+struct TopkRow {
+  using Bits = typename Key::Bits;
+  static constexpr int N = kVec128<Bits>;  // 4 float32 or 8 16-bit elements per vector
+  static_assert(2 * N - 2 <= kWarpSize, "the scalar edges of a row are one element per lane");
+  static_assert(N * kTopkUnroll % kTopkGroupsPerLane == 0,
+                "a batch of vectors covers each of a lane's groups equally");
+
+  const Bits* x;
+  int cols;
+  int head;       // scalar elements before the first 16-byte boundary
+  int num_vecs;   // whole vectors from there
+  int num_edges;  // head + tail elements
+
+  OASR_DEVICE TopkRow(const Bits* row, int row_cols) : x(row), cols(row_cols) {
+    const int misaligned = int(reinterpret_cast<uintptr_t>(row) % 16) / int(sizeof(Bits));
+    head = min(cols, misaligned ? N - misaligned : 0);
+    num_vecs = (cols - head) / N;
+    num_edges = cols - num_vecs * N;
+  }
+
+  // Column of edge element e < num_edges: the head first, then the tail.
+  OASR_DEVICE int edge_col(int e) const { return e < head ? e : e + num_vecs * N; }
+
+  // The key of this lane's edge element, or 0.
+  OASR_DEVICE uint32_t edge_key(int lane) const {
+    return lane < num_edges ? Key::of(x[edge_col(lane)]) : 0u;
+  }
+
+  // Column of element i of vector u of the batch at v0, in this lane.
+  OASR_DEVICE int vec_col(int v0, int u, int i, int lane) const {
+    return head + (v0 + u * kWarpSize + lane) * N + i;
+  }
+
+  // visit(v0, vecs, valid) for each batch of kTopkUnroll vectors per lane (all loads issued
+  // first): this lane's vectors v0 + u * 32 + lane, valid[u] false past the row or when the lane
+  // does not load. Warp-uniform: every lane makes every call.
+  template <typename Visit>
+  OASR_DEVICE void for_each_batch(int lane, bool load, Visit&& visit) const {
+    const Bits* body = x + head;
+    for (int v0 = 0; v0 < num_vecs; v0 += kWarpSize * kTopkUnroll) {
+      Vec<Bits, N> reg_vecs[kTopkUnroll];
+      bool valid[kTopkUnroll];
+#pragma unroll
+      for (int u = 0; u < kTopkUnroll; ++u) {
+        const int v = v0 + u * kWarpSize + lane;
+        valid[u] = load && v < num_vecs;
+        if (valid[u]) reg_vecs[u].load(body + int64_t(v) * N);
+      }
+      visit(v0, reg_vecs, valid);
+    }
+  }
+
+  // The key of element i of a batch vector, 0 when the vector is not valid.
+  OASR_DEVICE static uint32_t key(const Vec<Bits, N>& vec, bool valid, int i) {
+    return valid ? Key::of(vec[i]) : 0u;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Overflow: the row's exact top k into buf (returns k), by counting over the whole row.
+
+template <typename Key>
+OASR_DEVICE int topk_select_exact(const TopkRow<Key>& row, int k, int lane, uint64_t* buf) {
+  // The k-th largest key: the largest t with count(key >= t) >= k (t = 1 qualifies: >= 1).
+  uint32_t kth = 0;
+  for (int b = Key::kBits - 1; b >= 0; --b) {
+    const uint32_t candidate = kth | (1u << b);
+    int count = 0;
+    for (int c = lane; c < row.cols; c += kWarpSize) count += Key::of(row.x[c]) >= candidate;
+    if (topk_warp_sum(count) >= k) kth = candidate;
+  }
+  int count_greater = 0;
+  for (int c = lane; c < row.cols; c += kWarpSize) count_greater += Key::of(row.x[c]) > kth;
+  const int num_equal = k - topk_warp_sum(count_greater);  // >= 1 taken at kth, lowest first
+
+  // In column order, 32 at a time: every key > kth, and keys == kth while fewer than num_equal.
+  const unsigned lanes_below = (1u << lane) - 1u;
+  int n = 0, taken = 0;
+  for (int c0 = 0; c0 < row.cols; c0 += kWarpSize) {
+    const int c = c0 + lane;
+    const uint32_t key = c < row.cols ? Key::of(row.x[c]) : 0u;  // 0 < kth
+    const unsigned greater = __ballot_sync(kFullWarpMask, key > kth);
+    const unsigned equal = __ballot_sync(kFullWarpMask, key == kth);
+    if (key > kth) buf[n + __popc(greater & lanes_below)] = topk_entry(key, c);
+    n += __popc(greater);
+    const int equal_rank = __popc(equal & lanes_below);
+    if (key == kth && taken + equal_rank < num_equal) buf[n + equal_rank] = topk_entry(key, c);
+    const int took = min(__popc(equal), num_equal - taken);
+    n += took;
+    taken += took;
+  }
+  __syncwarp();
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rank the n <= kTopkCapacity entries of buf; write those of rank < k. Each lane holds up to
+// kSlots entries in registers (lane, lane + 32, ...) and compares them with every entry, read
+// once per warp (a broadcast): 32 * kSlots entries per sweep over buf.
+
+template <int kSlots, typename Bits, typename IdxT>
+OASR_DEVICE void topk_rank_and_write(const uint64_t* buf, int n, int k, int lane, const Bits* x,
+                                     Bits* values, IdxT* indices) {
+  for (int first = 0; first < n; first += kSlots * kWarpSize) {
+    uint64_t reg_mine[kSlots];  // 0 (orders after every entry) past n
+    int reg_rank[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const int e = first + s * kWarpSize + lane;
+      reg_mine[s] = e < n ? buf[e] : 0u;
+      reg_rank[s] = 0;
+    }
+#pragma unroll 4
+    for (int j = 0; j < n; ++j) {
+      const uint64_t other = buf[j];
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) reg_rank[s] += other > reg_mine[s];
+    }
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (first + s * kWarpSize + lane < n && reg_rank[s] < k) {
+        const int col = topk_entry_col(reg_mine[s]);
+        indices[reg_rank[s]] = IdxT(col);
+        if (values) values[reg_rank[s]] = x[col];
+      }
+    }
+  }
+}
+
+template <typename Key, typename IdxT>
+struct TopkParams {
+  using Bits = typename Key::Bits;
+  const Bits* x;   // [rows, cols], rows addressed as TopkArgs
+  Bits* values;    // [rows, k] or null
+  IdxT* indices;   // [rows, k]
+  int64_t rows, x_stride;
+  int cols, k;
+  int64_t inner, outer_stride;
+};
+
+template <typename Key, typename IdxT>
+__global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams<Key, IdxT> p) {
+  using Row = TopkRow<Key>;
+  using Bits = typename Key::Bits;
+  using VecBits = Vec<Bits, Row::N>;
+  constexpr int N = Row::N;
+  __shared__ uint64_t smem_entries[kTopkWarpsPerBlock][kTopkCapacity];  // [warps, capacity]
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t row_idx = int64_t(blockIdx.x) * kTopkWarpsPerBlock + warp;
+  if (row_idx >= p.rows) return;  // the whole warp: nothing below syncs the block
+  const Row row(p.x + (row_idx / p.inner) * p.outer_stride + (row_idx % p.inner) * p.x_stride,
+                p.cols);
+  uint64_t* buf = smem_entries[warp];
+
+  // 1. Group maxima: group g of this lane holds element i of batch vector u with
+  //    (u * N + i) % 8 == g; the edge element joins group 0.
+  uint32_t reg_group_max[kTopkGroupsPerLane];
+#pragma unroll
+  for (int g = 0; g < kTopkGroupsPerLane; ++g) reg_group_max[g] = 0;
+  const uint32_t edge_key = row.edge_key(lane);
+  reg_group_max[0] = edge_key;
+  row.for_each_batch(lane, true, [&](int, const VecBits(&vecs)[kTopkUnroll],
+                                     const bool(&valid)[kTopkUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kTopkUnroll; ++u) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        uint32_t& group_max = reg_group_max[(u * N + i) % kTopkGroupsPerLane];
+        group_max = max(group_max, Row::key(vecs[u], valid[u], i));
+      }
+    }
+  });
+
+  // 2. tau: the k-th largest group maximum (at least 1, so keys of 0 never pass).
+  uint32_t tau = 0;
+#pragma unroll
+  for (int b = Key::kBits - 1; b >= 0; --b) {
+    const uint32_t candidate = tau | (1u << b);
+    int count = 0;
+#pragma unroll
+    for (int g = 0; g < kTopkGroupsPerLane; ++g) count += reg_group_max[g] >= candidate;
+    if (topk_warp_sum(count) >= p.k) tau = candidate;
+  }
+  tau = max(tau, 1u);
+
+  // 3. Candidates: every key >= tau, appended to the warp's buffer (counted past its capacity).
+  //    A lane whose group maxima are all below tau holds none and loads nothing.
+  bool lane_has_candidates = false;
+#pragma unroll
+  for (int g = 0; g < kTopkGroupsPerLane; ++g) lane_has_candidates |= reg_group_max[g] >= tau;
+  int total;  // warp-uniform
+  {
+    const int pos = topk_warp_exclusive_sum(edge_key >= tau, lane, &total);
+    if (edge_key >= tau && pos < kTopkCapacity) {
+      buf[pos] = topk_entry(edge_key, row.edge_col(lane));
+    }
+  }
+  row.for_each_batch(lane, lane_has_candidates, [&](int v0, const VecBits(&vecs)[kTopkUnroll],
+                                                    const bool(&valid)[kTopkUnroll]) {
+    int mine = 0;
+#pragma unroll
+    for (int u = 0; u < kTopkUnroll; ++u) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) mine += Row::key(vecs[u], valid[u], i) >= tau;
+    }
+    if (!__any_sync(kFullWarpMask, mine != 0)) return;
+    int batch_total;
+    int pos = total + topk_warp_exclusive_sum(mine, lane, &batch_total);
+#pragma unroll
+    for (int u = 0; u < kTopkUnroll; ++u) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        const uint32_t key = Row::key(vecs[u], valid[u], i);
+        if (key >= tau) {
+          if (pos < kTopkCapacity) buf[pos] = topk_entry(key, row.vec_col(v0, u, i, lane));
+          ++pos;
+        }
+      }
+    }
+    total += batch_total;
+  });
+  __syncwarp();
+
+  // 4./5. Rank the candidates, or the overflow path's exact k.
+  const int n = total <= kTopkCapacity ? total : topk_select_exact(row, p.k, lane, buf);
+  Bits* values = p.values ? p.values + row_idx * p.k : nullptr;
+  IdxT* indices = p.indices + row_idx * p.k;
+  if (n <= kWarpSize) {
+    topk_rank_and_write<1>(buf, n, p.k, lane, row.x, values, indices);
+  } else if (n <= 2 * kWarpSize) {
+    topk_rank_and_write<2>(buf, n, p.k, lane, row.x, values, indices);
+  } else {
+    topk_rank_and_write<4>(buf, n, p.k, lane, row.x, values, indices);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+template <typename T, typename IdxT>
+cudaError_t launch_topk(const TopkArgs<T, IdxT>& a, cudaStream_t stream) {
+  using Key = typename TopkKeyOf<T>::type;
+  using Bits = typename Key::Bits;
+  static_assert(sizeof(Bits) == sizeof(T), "keys are read from the raw element bits");
+  if (topk_can_implement(a.rows, a.cols, a.k) != nullptr) return cudaErrorInvalidValue;
+  if (a.rows == 0) return cudaSuccess;
+  const TopkParams<Key, IdxT> p{reinterpret_cast<const Bits*>(a.x),
+                                reinterpret_cast<Bits*>(a.values),
+                                a.indices,
+                                a.rows,
+                                a.x_stride,
+                                static_cast<int>(a.cols),
+                                static_cast<int>(a.k),
+                                a.inner,
+                                a.outer_stride};
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(a.rows, kTopkWarpsPerBlock)));
+  topk_rows_kernel<Key, IdxT><<<grid, kTopkBlockThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace oasr::decoder

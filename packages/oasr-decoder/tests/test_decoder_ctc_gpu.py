@@ -1,0 +1,299 @@
+"""GPU CTC decoders against the CPU ones: greedy and prefix beam search give the same n-best
+(tokens and frames exactly, float64 scores within rounding) on thousands of random posteriors of
+odd sizes, ties and -inf included; streaming equals offline; CUDA-graph capture; refusals."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+from decoder_reference import random_case, random_log_probs
+
+import oasr_decoder as dec
+from oasr_jit.testing import skip_unless_gpu
+
+pytestmark = skip_unless_gpu()
+
+
+def _poison_allocator() -> None:
+    """Fill the caching allocator's free blocks with a pattern, so an output element a kernel
+    never writes shows up (the decoders allocate their outputs with torch.empty)."""
+    block = torch.full((64 << 20,), -7, dtype=torch.int8, device="cuda")
+    del block
+
+
+def _assert_same_hyps(got, want, what) -> None:
+    assert len(got) == len(want), what
+    for g_list, w_list in zip(got, want, strict=True):
+        assert [(h.tokens, h.frames) for h in g_list] == [(h.tokens, h.frames) for h in w_list], (
+            what
+        )
+        for g, w in zip(g_list, w_list, strict=True):
+            assert g.score == pytest.approx(w.score, rel=1e-12, abs=1e-12), what
+
+
+def _assert_padding(result) -> None:
+    """Past each hypothesis's length, tokens and frames are -1; missing ones score -inf."""
+    length = result.lengths.long().clamp(min=0)
+    pos = torch.arange(result.tokens.shape[-1], device=length.device)
+    past = pos >= length[..., None]
+    assert bool((result.tokens[past] == -1).all())
+    assert bool((result.frames[past] == -1).all())
+    missing = result.lengths < 0
+    assert bool((result.scores[missing] == -math.inf).all())
+    assert not bool(result.scores.isnan().any())
+
+
+# ---------------------------------------------------------------------------------------------
+# greedy
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1, 2), (3, 7, 5), (4, 250, 500), (2, 33, 5000), (5, 64, 1)])
+def test_greedy_equals_cpu(dtype, shape):
+    gen = torch.Generator().manual_seed(hash((str(dtype), shape)) % 2**31)
+    B, T, V = shape
+    logits = 3 * torch.randn(B, T, V, generator=gen)
+    log_probs = torch.log_softmax(logits, -1).to(dtype)
+    lengths = torch.randint(0, T + 1, (B,), generator=gen)
+    _poison_allocator()
+    got = dec.ctc_greedy_decode(log_probs.cuda(), lengths, blank=min(V - 1, 2))
+    _assert_padding(got)
+    want = dec.ctc_greedy_search(log_probs.float(), lengths, blank=min(V - 1, 2))
+    assert got.to_hypotheses() == [[h] for h in want]
+
+
+def test_greedy_ties_take_the_lowest_id():
+    log_probs = torch.full((1, 4, 6), -1.0)
+    log_probs[0, :, 3] = -0.5
+    log_probs[0, :, 1] = -0.5  # equal maxima: 1 wins, as torch.argmax
+    log_probs[0, 2, 0] = 0.0
+    got = dec.ctc_greedy_decode(log_probs.cuda()).to_hypotheses()[0][0]
+    assert got.tokens == (1, 1) and got.frames == (0, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# prefix beam search
+
+
+def _gpu_vs_cpu(log_probs, lengths, **settings):
+    got = dec.ctc_beam_search_decode(log_probs.cuda(), lengths, **settings)
+    _assert_padding(got)
+    cpu = log_probs.float()
+    want = dec.ctc_prefix_beam_search(cpu, lengths, num_threads=1, **settings)
+    return got, want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_beam_search_equals_cpu_random(seed):
+    """Hundreds of random problems per seed (odd T and V, blank anywhere, beams 1..32, skip
+    thresholds, all KINDS of posteriors incl. exact ties and -inf), batched as one decode."""
+    rng = random.Random(seed)
+    for _ in range(40):
+        cases = [random_case(rng, max_frames=90, max_vocab=400, max_beam=32) for _ in range(1)]
+        case = cases[0]
+        # a batch of posteriors of one shape and one setting
+        B = rng.randint(1, 6)
+        T, V = case["log_probs"].shape
+        batch = torch.stack(
+            [case["log_probs"]]
+            + [random_log_probs(rng, T, V, case["kind"], case["blank"]) for _ in range(B - 1)]
+        )
+        lengths = [rng.randint(0, T) for _ in range(B)]
+        settings = {k: case[k] for k in ("beam_size", "blank", "nbest", "blank_skip_threshold")}
+        got, want = _gpu_vs_cpu(batch, lengths, **settings)
+        _assert_same_hyps(
+            got.to_hypotheses(), want, dict(settings, kind=case["kind"], shape=(B, T, V))
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_beam_search_16bit_input_equals_cpu_on_float(dtype):
+    rng = random.Random(7)
+    log_probs = torch.stack([random_log_probs(rng, 120, 300, "peaky", 0) for _ in range(4)])
+    log_probs = log_probs.to(dtype)  # 16-bit values: many exact ties between tokens
+    got, want = _gpu_vs_cpu(log_probs, None, beam_size=8, nbest=8)
+    _assert_same_hyps(got.to_hypotheses(), want, str(dtype))
+
+
+@pytest.mark.parametrize("beam", [1, 10, 32])
+def test_beam_search_asr_size(beam):
+    """V 5000 over 250 frames: the top-k path over a large vocabulary."""
+    rng = random.Random(beam)
+    log_probs = torch.stack([random_log_probs(rng, 250, 5000, "peaky", 0) for _ in range(3)])
+    got, want = _gpu_vs_cpu(log_probs, [250, 17, 0], beam_size=beam, nbest=min(beam, 4))
+    _assert_same_hyps(got.to_hypotheses(), want, beam)
+
+
+def test_beam_search_strided_input():
+    """[T, B, V] transposed to [B, T, V] is read in place."""
+    rng = random.Random(3)
+    tbv = torch.stack([random_log_probs(rng, 40, 37, "smooth", 0) for _ in range(3)], dim=1)
+    log_probs = tbv.cuda().transpose(0, 1)
+    got = dec.ctc_beam_search_decode(log_probs, beam_size=5, nbest=3)
+    want = dec.ctc_prefix_beam_search(tbv.transpose(0, 1), beam_size=5, nbest=3)
+    _assert_same_hyps(got.to_hypotheses(), want, "strided")
+
+
+def test_beam_search_empty_and_all_masked():
+    empty = dec.ctc_beam_search_decode(torch.zeros(2, 0, 5, device="cuda"), beam_size=3)
+    assert empty.to_hypotheses() == [[dec.Hypothesis((), 0.0, ())]] * 2
+    none = dec.ctc_beam_search_decode(torch.zeros(0, 4, 5, device="cuda"))
+    assert none.to_hypotheses() == []
+    masked = torch.full((1, 3, 4), -math.inf)
+    masked[0, 0, 1] = 0.0  # frame 1 has no finite log-prob: the beam empties
+    got = dec.ctc_beam_search_decode(masked.cuda(), beam_size=2, nbest=2)
+    want = dec.ctc_prefix_beam_search(masked, beam_size=2, nbest=2)
+    _assert_same_hyps(got.to_hypotheses(), want, "masked")
+
+
+# ---------------------------------------------------------------------------------------------
+# streaming
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_streaming_equals_offline(seed):
+    rng = random.Random(100 + seed)
+    S, T, V, beam = 6, 97, 211, rng.choice([3, 10, 32])
+    log_probs = torch.stack([random_log_probs(rng, T, V, "peaky", 0) for _ in range(S)]).cuda()
+    offline = dec.ctc_beam_search_decode(log_probs, beam_size=beam, nbest=3).to_hypotheses()
+    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=3, max_frames=8)  # grows
+    t = 0
+    while t < T:
+        step = rng.randint(1, 20)
+        stream.accept(log_probs[:, t : t + step])
+        t += step
+        partial = stream.result().to_hypotheses()
+        want = dec.ctc_beam_search_decode(log_probs[:, :t], beam_size=beam, nbest=3)
+        _assert_same_hyps(partial, want.to_hypotheses(), ("partial", t))
+    _assert_same_hyps(stream.result().to_hypotheses(), offline, "final")
+
+
+def test_streaming_subsets_lengths_and_reset():
+    rng = random.Random(5)
+    S, V = 4, 50
+    frames = [torch.stack([random_log_probs(rng, 30, V, "smooth", 0)]) for _ in range(S)]
+    stream = dec.GpuStreamingDecoder(S, beam_size=4, nbest=2)
+    # streams 2 and 0 get 30 frames in chunks of 10; stream 1 gets 7 frames via lengths; 3 none
+    for t in range(0, 30, 10):
+        chunk = torch.cat([frames[2][:, t : t + 10], frames[0][:, t : t + 10]]).cuda()
+        stream.accept(chunk, streams=[2, 0])
+    chunk = torch.cat([frames[1][:, :10]]).cuda()
+    stream.accept(chunk, lengths=[7], streams=[1])
+    got = stream.result().to_hypotheses()
+    for s, n in ((0, 30), (1, 7), (2, 30), (3, 0)):
+        want = dec.ctc_prefix_beam_search(frames[s][:, :n], beam_size=4, nbest=2)[0]
+        _assert_same_hyps([got[s]], [want], s)
+    stream.reset([2])
+    stream.accept(frames[2][:, :5].cuda(), streams=[2])
+    want = dec.ctc_prefix_beam_search(frames[2][:, :5], beam_size=4, nbest=2)[0]
+    _assert_same_hyps(stream.result([2]).to_hypotheses(), [want], "reset")
+
+
+def test_streaming_64x16_in_a_graph():
+    """The streaming benchmark's shape, fed inside a CUDA graph (lengths on the device)."""
+    rng = random.Random(9)
+    S, C, V = 64, 16, 500
+    chunks = [
+        torch.stack([random_log_probs(rng, C, V, "peaky", 0) for _ in range(S)]).cuda()
+        for _ in range(3)
+    ]
+    stream = dec.GpuStreamingDecoder(S, beam_size=10, max_frames=64)
+    static = torch.empty_like(chunks[0])
+    lengths = torch.full((S,), C, dtype=torch.int32, device="cuda")
+    static.copy_(chunks[0])
+    stream.accept(static, lengths)  # warm-up outside the graph: builds modules
+    stream.reset()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side), torch.cuda.graph(graph):
+        stream.accept(static, lengths)
+    torch.cuda.current_stream().wait_stream(side)
+    for chunk in chunks:
+        static.copy_(chunk)
+        graph.replay()
+    torch.cuda.synchronize()
+    # the host did not count the replays: read every frame the state holds
+    stream._frames = [3 * C] * S
+    got = stream.result().to_hypotheses()
+    want = dec.ctc_prefix_beam_search(torch.cat(chunks, 1).cpu(), beam_size=10)
+    _assert_same_hyps(got, want, "graph")
+
+
+# ---------------------------------------------------------------------------------------------
+# capture of the offline decoders
+
+
+def test_decoders_capture_in_a_graph():
+    rng = random.Random(11)
+    B, T, V = 4, 60, 300
+    log_probs = torch.stack([random_log_probs(rng, T, V, "peaky", 0) for _ in range(B)]).cuda()
+    lengths = torch.tensor([60, 1, 33, 0], device="cuda")
+    eager_beam = dec.ctc_beam_search_decode(log_probs, lengths, beam_size=6, nbest=2)
+    eager_greedy = dec.ctc_greedy_decode(log_probs, lengths)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side), torch.cuda.graph(graph):
+        beam = dec.ctc_beam_search_decode(log_probs, lengths, beam_size=6, nbest=2)
+        greedy = dec.ctc_greedy_decode(log_probs, lengths)
+    torch.cuda.current_stream().wait_stream(side)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert beam.to_hypotheses() == eager_beam.to_hypotheses()
+    assert greedy.to_hypotheses() == eager_greedy.to_hypotheses()
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals
+
+
+def test_refusals():
+    lp = torch.log_softmax(torch.randn(2, 5, 7, device="cuda"), -1)
+    with pytest.raises(ValueError, match=r"\.cuda\(\)"):
+        dec.ctc_beam_search_decode(lp.cpu())
+    with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
+        dec.ctc_greedy_decode(lp.double())
+    with pytest.raises(ValueError, match=r"\[B, T, V\]"):
+        dec.ctc_beam_search_decode(lp[0])
+    with pytest.raises(ValueError, match="unit stride"):
+        dec.ctc_beam_search_decode(lp.transpose(1, 2))
+    with pytest.raises(ValueError, match="beam_size must be in"):
+        dec.ctc_beam_search_decode(lp, beam_size=33)
+    with pytest.raises(ValueError, match="nbest"):
+        dec.ctc_beam_search_decode(lp, beam_size=3, nbest=4)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        dec.ctc_beam_search_decode(lp, blank=7)
+    with pytest.raises(ValueError, match="<= T"):
+        dec.ctc_beam_search_decode(lp, [5, 6])
+    with pytest.raises(ValueError, match="blank_skip_threshold"):
+        dec.ctc_beam_search_decode(lp, blank_skip_threshold=1.5)
+    bad = lp.clone()
+    bad[1, 3, 2] = math.nan
+    with pytest.raises(ValueError, match="utterance 1 has NaN"):
+        dec.ctc_beam_search_decode(bad)
+    with pytest.raises(ValueError, match="utterance 1 has NaN"):
+        dec.ctc_greedy_decode(bad)
+    # past the length, NaN is not read
+    dec.ctc_beam_search_decode(bad, [5, 3]).check()
+    # device-side lengths are checked on the device
+    with pytest.raises(ValueError, match="utterance 0 was given a length"):
+        dec.ctc_beam_search_decode(lp, torch.tensor([6, 1], device="cuda"))
+    deferred = dec.ctc_greedy_decode(bad, check=False)
+    with pytest.raises(ValueError, match="NaN"):
+        deferred.to_hypotheses()
+    stream = dec.GpuStreamingDecoder(2, beam_size=3)
+    with pytest.raises(ValueError, match="repeated"):
+        stream.accept(lp, streams=[1, 1])
+    with pytest.raises(ValueError, match="outside"):
+        stream.accept(lp[:1], streams=[2])
+    with pytest.raises(ValueError, match="rows"):
+        stream.accept(lp[:1])
+    stream.accept(lp)
+    with pytest.raises(ValueError, match="V = 8"):
+        stream.accept(torch.zeros(2, 1, 8, device="cuda"))
+    # the process is fine afterwards
+    assert dec.ctc_beam_search_decode(lp).to_hypotheses()
