@@ -212,6 +212,8 @@ def _device_lengths(lengths, batch: int, num_frames: int, device) -> torch.Tenso
                     f"lengths is on {lengths.device} but log_probs is on {device}; move both to "
                     "one device"
                 )
+            if lengths.dtype == torch.int32 and lengths.is_contiguous():
+                return lengths  # the kernels flag any value outside [0, T]
             # keep out-of-range values out of range through the cast to int32
             return lengths.clamp(-1, num_frames + 1).to(torch.int32).contiguous()
         host = lengths.to(torch.int64)
@@ -349,13 +351,22 @@ class _BeamState:
         self.map_keys, self.map_values = fresh.map_keys, fresh.map_values
         _jit.ctc_cuda_module().ctc_beam_rebuild_map(*self.tensors())
 
-    def advance(self, log_probs, lengths, streams, blank: int, skip_log_threshold: float) -> None:
-        beam = self.probs.shape[2]
-        k = min(log_probs.shape[-1], 2 * beam + 1)
-        ids, values = _top_tokens(log_probs, k, with_values=True)
+    def advance(
+        self, log_probs, lengths, streams, blank: int, skip_log_threshold: float, top=None
+    ) -> None:
+        """``top``: the (ids, values) buffers of `top_buffers` to reuse, or None."""
+        ids, values = self.top_buffers(log_probs) if top is None else top
+        _jit.topk_module().topk(values, ids, log_probs, ids.shape[-1])
         _jit.ctc_cuda_module().ctc_beam_advance(
             *self.tensors(), log_probs, ids, values, lengths, streams, blank, skip_log_threshold
         )
+
+    def top_buffers(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Room for the top 2 * beam + 1 tokens of every frame: int32 ids and their values."""
+        k = min(log_probs.shape[-1], 2 * self.probs.shape[2] + 1)
+        shape = (*log_probs.shape[:-1], k)
+        ids = torch.empty(shape, dtype=torch.int32, device=log_probs.device)
+        return ids, torch.empty(shape, dtype=log_probs.dtype, device=log_probs.device)
 
     def result(self, nbest: int, max_len: int, streams: torch.Tensor | None) -> CtcDecodeResult:
         rows = self.probs.shape[0] if streams is None else streams.shape[0]
@@ -465,6 +476,7 @@ class GpuStreamingDecoder:
         self.num_streams = num_streams
         self.vocab: int | None = None
         self._frames = [0] * num_streams  # frames fed per stream (an upper bound)
+        self._top = None  # the top-k buffers of the last chunk shape, reused
         self._state = _BeamState(
             num_streams, self.beam_size, max_frames * self.beam_size + 1, self.device
         )
@@ -518,7 +530,8 @@ class GpuStreamingDecoder:
         device_lengths = _device_lengths(lengths, rows, chunk_frames, self.device)
         if chunk_frames == 0 or rows == 0:
             return
-        need = max(self._frames[s] for s in ids) + chunk_frames
+        need = max(self._frames) if device_ids is None else max(self._frames[s] for s in ids)
+        need += chunk_frames
         if need * self.beam_size + 1 > self._state.capacity:
             if _capturing():
                 raise ValueError(
@@ -529,9 +542,21 @@ class GpuStreamingDecoder:
             self._state.grow(
                 max(need, 2 * (self._state.capacity // self.beam_size)) * self.beam_size + 1
             )
-        self._state.advance(log_probs, device_lengths, device_ids, self.blank, self._log_threshold)
-        for s in ids:
-            self._frames[s] += chunk_frames
+        top = self._top
+        if (
+            top is None
+            or top[0].shape[:-1] != log_probs.shape[:-1]
+            or top[1].dtype != log_probs.dtype
+        ):
+            top = self._top = self._state.top_buffers(log_probs)
+        self._state.advance(
+            log_probs, device_lengths, device_ids, self.blank, self._log_threshold, top
+        )
+        if device_ids is None:
+            self._frames = [n + chunk_frames for n in self._frames]
+        else:
+            for s in ids:
+                self._frames[s] += chunk_frames
 
     def result(
         self, streams: Sequence[int] | None = None, *, check: bool = True
