@@ -104,7 +104,7 @@ def _one_module_call(inputs):
     )
     lengths = torch.full((batch,), num_frames, dtype=torch.int64)
     fn = module().ctc_prefix_beam_search
-    return lambda: fn(*outputs, lp, lengths, inputs["beam_size"], 0, None, None)
+    return lambda: fn(*outputs, lp, lengths, inputs["beam_size"], 0, None, None, 0)
 
 
 def _largest_tick_gap(fn) -> tuple[float, float]:

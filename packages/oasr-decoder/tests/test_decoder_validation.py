@@ -47,7 +47,7 @@ def _with_nan(b: int, t: int) -> torch.Tensor:
         ),
         (LP, {"blank": -1}, ValueError, "blank must be a token id >= 0"),
         (LP, {"blank": True}, TypeError, "blank must be an int, got bool"),
-        (_with_nan(1, 3), {}, ValueError, r"log_probs\[1, 3\] has NaN or \+inf"),
+        (_with_nan(1, 3), {}, ValueError, r"log_probs\[1\] has NaN or \+inf at frame 3, token"),
         (LP.clone().fill_(math.inf), {}, ValueError, r"NaN or \+inf"),
         (LP, {"num_threads": 0}, ValueError, "num_threads must be at least 1"),
     ],
@@ -181,6 +181,7 @@ def test_launcher_checks(change, error, match):
             args["blank"],
             args["threshold"],
             args["graph"],
+            0,
         )
 
 
@@ -193,18 +194,25 @@ def test_launcher_checks_greedy_graph_and_stream():
         torch.empty(2, dtype=torch.float64),
     )
     with pytest.raises(ValueError, match="blank must be a token id"):
-        mod.ctc_greedy_search(*out, LP, LENGTHS, 9)
+        mod.ctc_greedy_search(*out, LP, LENGTHS, 9, 0)
     with pytest.raises(ValueError, match=r"allocate \[B, max\(lengths\)\]"):
         mod.ctc_greedy_search(
-            out[0][:, :3].contiguous(), out[1][:, :3].contiguous(), out[2], out[3], LP, LENGTHS, 0
+            out[0][:, :3].contiguous(),
+            out[1][:, :3].contiguous(),
+            out[2],
+            out[3],
+            LP,
+            LENGTHS,
+            0,
+            0,
         )
     # a graph with a token outside the vocabulary, or with the blank, is refused by C++ too
     graph = ContextGraph([[1, 7]])
     with pytest.raises(ValueError, match="context_graph has token 7"):
-        mod.ctc_prefix_beam_search(*_beam_outputs(), LP, LENGTHS, 2, 0, None, graph._handle)
+        mod.ctc_prefix_beam_search(*_beam_outputs(), LP, LENGTHS, 2, 0, None, graph._handle, 0)
     with pytest.raises(ValueError, match="with the blank token 1"):
         mod.ctc_prefix_beam_search(
-            *_beam_outputs(), LP, LENGTHS, 2, 1, None, ContextGraph([[1, 2]])._handle
+            *_beam_outputs(), LP, LENGTHS, 2, 1, None, ContextGraph([[1, 2]])._handle, 0
         )
     # handles are type-checked
     stream = mod.ctc_stream_create(2, 0, None, None)
@@ -243,8 +251,8 @@ def test_cuda_tensors_are_refused_with_the_fix():
     ):
         oasr_decoder.ctc_prefix_beam_search(lp)
     with pytest.raises(ValueError, match=r"log_probs must be a CPU tensor.*call \.cpu\(\)"):
-        module().ctc_prefix_beam_search(*_beam_outputs(), lp, LENGTHS, 2, 0, None, None)
+        module().ctc_prefix_beam_search(*_beam_outputs(), lp, LENGTHS, 2, 0, None, None, 0)
     with pytest.raises(ValueError, match=r"tokens_out must be a CPU tensor"):
         module().ctc_prefix_beam_search(
-            *(t.cuda() for t in _beam_outputs()), LP, LENGTHS, 2, 0, None, None
+            *(t.cuda() for t in _beam_outputs()), LP, LENGTHS, 2, 0, None, None, 0
         )

@@ -6,7 +6,9 @@ Shapes: B batch, T frames, V vocabulary (blank included), N n-best.
 The searches run in host C++ (module ``oasr_ctc_cpu``, built on first use by oasr-jit; see
 ``include/oasr/decoder/ctc_prefix_beam_search.h`` for the algorithm). Inputs are float32 CPU
 log-probabilities (``log_softmax`` of the logits); every argument is checked here, before C++
-sees it, and C++ checks again.
+sees it, and C++ checks again. The values (no NaN, no +inf in a decoded frame) are vetted by the
+C++ searches as they first read each frame, so the data is read from memory once; a stream's
+chunk is vetted before its state moves.
 
 Scores are natural-log probabilities in float64. The one tie-break, everywhere: higher score
 first, equal scores by token sequence ascending (lexicographic, a prefix before its extensions).
@@ -362,7 +364,6 @@ def ctc_greedy_search(
     batch, num_frames, vocab = log_probs.shape
     _check_vocab(vocab, blank, None)
     lengths = _lengths_tensor(lengths, batch, num_frames)
-    _check_values(log_probs, lengths)
     capacity = int(lengths.max()) if batch else 0
     tokens = torch.empty(batch, capacity, dtype=torch.int32)
     frames = torch.empty_like(tokens)
@@ -379,6 +380,7 @@ def ctc_greedy_search(
             log_probs[b0:b1],
             lengths[b0:b1],
             blank,
+            b0,  # errors name the utterance in the whole batch
         )
 
     _run_sharded(call, batch, _num_threads(num_threads, batch))
@@ -440,7 +442,6 @@ def ctc_prefix_beam_search(
     batch, num_frames, vocab = log_probs.shape
     _check_vocab(vocab, blank, graph)
     lengths = _lengths_tensor(lengths, batch, num_frames)
-    _check_values(log_probs, lengths)
     capacity = int(lengths.max()) if batch else 0
     tokens = torch.empty(batch, nbest, capacity, dtype=torch.int32)
     frames = torch.empty_like(tokens)
@@ -463,6 +464,7 @@ def ctc_prefix_beam_search(
             blank,
             threshold,
             handle,
+            b0,  # errors name the utterance in the whole batch
         )
 
     _run_sharded(call, batch, _num_threads(num_threads, batch))

@@ -153,12 +153,13 @@ CtcStreamObj* as_stream(const ObjectRef& ref) {
   return obj;
 }
 
+// Raises if frames [0, frames) hold NaN or +inf (row0: frame first_frame of the utterance).
 void check_finite(const float* row0, int64_t frames, int64_t vocab, int64_t row_stride,
-                  const std::string& where) {
+                  const std::string& where, int64_t first_frame = 0) {
   const int64_t bad = decoder::find_invalid_log_prob(row0, frames, vocab, row_stride);
   if (bad >= 0) {
     TVM_FFI_THROW(ValueError) << "log_probs" << where << " has NaN or +inf at frame "
-                              << bad / vocab << ", token " << bad % vocab
+                              << first_frame + bad / vocab << ", token " << bad % vocab
                               << "; pass log-probabilities (log_softmax of the logits)";
   }
 }
@@ -221,17 +222,23 @@ HypothesisOutputs check_outputs(const TensorView& tokens_out, const TensorView& 
           reinterpret_cast<double*>(data_bytes(scores_out)), tokens_out.size(-1)};
 }
 
-// Every utterance fits the outputs and holds log-probabilities in its decoded frames.
-void check_utterances(const TensorView& log_probs, const std::vector<int64_t>& len,
-                      int64_t capacity, const char* layout) {
+// Every utterance fits the outputs. (Values are vetted by the searches as they read each frame.)
+void check_capacity(const std::vector<int64_t>& len, int64_t capacity, const char* layout) {
   for (size_t b = 0; b < len.size(); ++b) {
     if (len[b] > capacity) {
       TVM_FFI_THROW(ValueError) << "tokens_out holds " << capacity << " tokens per hypothesis "
                                 << "but lengths[" << b << "] = " << len[b] << "; allocate "
                                 << layout;
     }
-    check_finite(frame_row(log_probs, b, 0), len[b], log_probs.size(2), log_probs.stride(1),
-                 "[" + std::to_string(b) + "]");
+  }
+}
+
+// Raises for frame `bad` (>= 0) of utterance b, which a search found to hold NaN or +inf; the
+// message names utterance batch_offset + b (a shard of the caller's batch starts at its offset).
+void raise_if_invalid(const TensorView& log_probs, int64_t b, int64_t batch_offset, int64_t bad) {
+  if (bad >= 0) {
+    check_finite(frame_row(log_probs, b, bad), 1, log_probs.size(2), log_probs.stride(1),
+                 "[" + std::to_string(batch_offset + b) + "]", bad);
   }
 }
 
@@ -264,19 +271,20 @@ void write_hypotheses(const std::vector<decoder::CtcHypothesis>& hyps, int64_t f
 
 void ctc_greedy_search(TensorView tokens_out, TensorView frames_out, TensorView num_tokens_out,
                        TensorView scores_out, TensorView log_probs, TensorView lengths,
-                       int64_t blank) {
+                       int64_t blank, int64_t batch_offset) {
   const int64_t vocab = check_log_probs(log_probs, 3);
   const int64_t batch = log_probs.size(0);
   const int32_t blank_id = check_blank(blank, vocab);
   const std::vector<int64_t> len = check_lengths(lengths, batch, log_probs.size(1));
   const HypothesisOutputs out =
       check_outputs(tokens_out, frames_out, num_tokens_out, scores_out, {batch});
-  check_utterances(log_probs, len, out.capacity, "[B, max(lengths)]");
+  check_capacity(len, out.capacity, "[B, max(lengths)]");
 
   decoder::CtcGreedyResult result;
   for (int64_t b = 0; b < batch; ++b) {
-    decoder::ctc_greedy_search(frame_row(log_probs, b, 0), len[b], vocab, log_probs.stride(1),
-                               blank_id, &result);
+    raise_if_invalid(log_probs, b, batch_offset,
+                     decoder::ctc_greedy_search(frame_row(log_probs, b, 0), len[b], vocab,
+                                                log_probs.stride(1), blank_id, &result));
     write_hypotheses({{result.tokens, result.frames, result.score}}, b, 1, out);
   }
 }
@@ -289,7 +297,7 @@ void ctc_prefix_beam_search(TensorView tokens_out, TensorView frames_out,
                             TensorView num_hyps_out, TensorView log_probs, TensorView lengths,
                             int64_t beam_size, int64_t blank,
                             Optional<double> blank_skip_threshold,
-                            Optional<ObjectRef> context_graph) {
+                            Optional<ObjectRef> context_graph, int64_t batch_offset) {
   const int64_t vocab = check_log_probs(log_probs, 3);
   const int64_t batch = log_probs.size(0);
   decoder::CtcPrefixBeamSearchOptions options;
@@ -309,13 +317,14 @@ void ctc_prefix_beam_search(TensorView tokens_out, TensorView frames_out,
   check_output(num_hyps_out, kInt32, "num_hyps_out");
   check_ndim(num_hyps_out, 1, "num_hyps_out");
   check_size(num_hyps_out, 0, batch, "num_hyps_out");
-  check_utterances(log_probs, len, out.capacity, "[B, nbest, max(lengths)]");
+  check_capacity(len, out.capacity, "[B, nbest, max(lengths)]");
 
   int32_t* num_hyps = reinterpret_cast<int32_t*>(data_bytes(num_hyps_out));
   decoder::CtcPrefixBeamSearch search(options, vocab);
   for (int64_t b = 0; b < batch; ++b) {
     search.reset();
-    search.accept(frame_row(log_probs, b, 0), len[b], log_probs.stride(1));
+    raise_if_invalid(log_probs, b, batch_offset,
+                     search.accept(frame_row(log_probs, b, 0), len[b], log_probs.stride(1)));
     const std::vector<decoder::CtcHypothesis> hyps = search.nbest(nbest, /*final=*/true);
     num_hyps[b] = static_cast<int32_t>(hyps.size());
     write_hypotheses(hyps, b * nbest, nbest, out);
@@ -414,6 +423,7 @@ void ctc_stream_accept(ObjectRef stream, TensorView log_probs) {
   if (s->num_frames + num_frames > INT32_MAX) {
     TVM_FFI_THROW(ValueError) << "a stream decodes at most 2^31 - 1 frames; reset() it";
   }
+  // Vetted before the state moves, so a refused chunk leaves the stream as it was.
   check_finite(frame_row(log_probs, 0, 0), num_frames, vocab, log_probs.stride(0), "");
   if (!s->search.has_value()) s->search.emplace(s->options, vocab);
   s->search->accept(frame_row(log_probs, 0, 0), num_frames, log_probs.stride(0));

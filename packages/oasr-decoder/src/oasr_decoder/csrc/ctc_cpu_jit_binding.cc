@@ -8,13 +8,13 @@ using tvm::ffi::Optional;
 
 void ctc_greedy_search(TensorView tokens_out, TensorView frames_out, TensorView num_tokens_out,
                        TensorView scores_out, TensorView log_probs, TensorView lengths,
-                       int64_t blank);
+                       int64_t blank, int64_t batch_offset);
 void ctc_prefix_beam_search(TensorView tokens_out, TensorView frames_out,
                             TensorView num_tokens_out, TensorView scores_out,
                             TensorView num_hyps_out, TensorView log_probs, TensorView lengths,
                             int64_t beam_size, int64_t blank,
                             Optional<double> blank_skip_threshold,
-                            Optional<ObjectRef> context_graph);
+                            Optional<ObjectRef> context_graph, int64_t batch_offset);
 ObjectRef context_graph_create(TensorView tokens, TensorView offsets, TensorView bonuses);
 double context_graph_score(ObjectRef graph, TensorView tokens, bool final);
 tvm::ffi::Array<int64_t> context_graph_info(ObjectRef graph);

@@ -61,15 +61,18 @@ struct CtcGreedyResult {
   double score = 0.0;
 };
 
-// log_probs: [T, V], row t at log_probs + t * row_stride.
-inline void ctc_greedy_search(const float* log_probs, int64_t num_frames, int64_t vocab,
-                              int64_t row_stride, int32_t blank, CtcGreedyResult* result) {
+// log_probs: [T, V], row t at log_probs + t * row_stride. Returns the first frame holding NaN or
+// +inf (the search stops there; each row is vetted as it is first read, so it is read from
+// memory once), or -1.
+inline int64_t ctc_greedy_search(const float* log_probs, int64_t num_frames, int64_t vocab,
+                                 int64_t row_stride, int32_t blank, CtcGreedyResult* result) {
   result->tokens.clear();
   result->frames.clear();
   result->score = 0.0;
   int32_t previous = blank;
   for (int64_t t = 0; t < num_frames; ++t) {
     const float* row = log_probs + t * row_stride;
+    if (!is_log_prob_row(row, vocab)) return t;
     const int32_t best = argmax_row(row, static_cast<int32_t>(vocab));
     result->score += static_cast<double>(row[best]);
     if (best != blank && best != previous) {
@@ -78,6 +81,7 @@ inline void ctc_greedy_search(const float* log_probs, int64_t num_frames, int64_
     }
     previous = best;
   }
+  return -1;
 }
 
 }  // namespace oasr::decoder

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "oasr/decoder/context_graph.h"
+#include "oasr/decoder/ctc_greedy_search.h"
 #include "oasr/decoder/log_math.h"
 
 namespace oasr::decoder {
@@ -84,9 +85,16 @@ class CtcPrefixBeamSearch {
   int64_t vocab() const { return vocab_; }
   int64_t num_frames() const { return num_frames_; }
 
-  // Consumes log_probs [T, V] (row t at log_probs + t * row_stride): no NaN, no +inf.
-  void accept(const float* log_probs, int64_t num_frames, int64_t row_stride) {
-    for (int64_t t = 0; t < num_frames; ++t) step(log_probs + t * row_stride);
+  // Consumes log_probs [T, V] (row t at log_probs + t * row_stride). Returns the first frame
+  // holding NaN or +inf, where the search stops (the state is that of the frames before it), or
+  // -1. Each row is vetted as it is first read, so the search reads it from memory once.
+  int64_t accept(const float* log_probs, int64_t num_frames, int64_t row_stride) {
+    for (int64_t t = 0; t < num_frames; ++t) {
+      const float* row = log_probs + t * row_stride;
+      if (!is_log_prob_row(row, vocab_)) return t;
+      step(row);
+    }
+    return -1;
   }
 
   // The n best hypotheses, best first. final: the end of the utterance, scored without the
