@@ -7,7 +7,7 @@
 4. the norm family (when installed): a Conformer-style fused add + LayerNorm and a SwooshR,
    checked against PyTorch (on a machine without a GPU, their PyTorch twins);
 5. the decoder family (when installed): a synthetic utterance decoded on the CPU (greedy, prefix
-   beam search, phrase boosting), its words timed.
+   beam search, phrase boosting), its words timed; on a GPU also decoded there (the same n-best).
 
 Run it with `python3 -m pip install nox && python3 -m nox -s demo`.
 """
@@ -114,7 +114,7 @@ def norm_family(has_gpu: bool) -> None:
     print(f"[demo] norm: add_layer_norm + swoosh_r on [8, 250, 512] fp16 ok ({where})")
 
 
-def decoder_family() -> None:
+def decoder_family(has_gpu: bool) -> None:
     try:
         import oasr_decoder as dec
     except ImportError:
@@ -152,6 +152,15 @@ def decoder_family() -> None:
         f"[demo] decoder (CPU): greedy and beam search {text(beam[0].tokens)!r}, with "
         f"'oasr' boosted {text(boosted.tokens)!r}; words: {timed} ({elapsed:.2f} s incl. build)"
     )
+    if not has_gpu:
+        print("[demo] no GPU: GPU decoders skipped")
+        return
+    batch = log_probs[None].cuda()  # [B = 1, T, V]
+    gpu_beam = dec.ctc_beam_search_decode(batch, beam_size=8, nbest=2).to_hypotheses()[0]
+    gpu_greedy = dec.ctc_greedy_decode(batch).to_hypotheses()[0][0]
+    assert [(h.tokens, h.frames) for h in gpu_beam] == [(h.tokens, h.frames) for h in beam]
+    assert gpu_greedy == greedy
+    print(f"[demo] decoder (GPU): the same n-best as the CPU: {[text(h.tokens) for h in gpu_beam]}")
 
 
 def main() -> None:
@@ -167,7 +176,7 @@ def main() -> None:
     else:
         print("[demo] no GPU: kernel launches skipped (compiled only)")
     norm_family(has_gpu)
-    decoder_family()
+    decoder_family(has_gpu)
 
 
 if __name__ == "__main__":
