@@ -344,13 +344,16 @@ class _BuildPlan:
             # nvcc links the CUDA runtime statically by default: the module needs no
             # libcudart at load time and shares the driver's primary context with torch.
             linker = self.nvcc.path
-            ldflags = ["-shared", f"-ccbin={self.cxx.path}", *ldflags]
+            ldflags = ["-shared", "-Xlinker=--no-undefined", f"-ccbin={self.cxx.path}", *ldflags]
         else:
             self.nvcc = None
             self.arch = None
             cuda_cflags = []
             linker = self.cxx.path
-            ldflags = ["-shared", *ldflags]
+            ldflags = ["-shared", "-Wl,--no-undefined", *ldflags]
+        # --no-undefined: a symbol the module uses but nothing defines (a launcher declared with
+        # other parameters than its definition) fails the link, instead of loading lazily and
+        # ending the process with a symbol lookup error at the first call.
         cflags += [*spec.extra_cflags, *env.env_flags("OASR_EXTRA_CFLAGS")]
         ldflags += [*spec.extra_ldflags, *env.env_flags("OASR_EXTRA_LDFLAGS")]
         self.cflags, self.cuda_cflags, self.ldflags, self.linker = (
