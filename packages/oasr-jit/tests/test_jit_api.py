@@ -162,3 +162,29 @@ def test_common_check_only():
 def test_backend_checks_need_a_backend_parameter():
     with pytest.raises(TypeError, match="no `backend` parameter"):
         backend_requirement({"x": _torch_check})(lambda x: x)
+
+
+def test_lazy_package_keeps_a_function_named_like_its_submodule(tmp_path, monkeypatch):
+    """``softmax`` exported from ``softmax.py``: whichever name is read first, the package's
+    ``softmax`` stays the function (the import system binds the submodule to that attribute)."""
+    import importlib
+    import sys
+
+    pkg = tmp_path / "lazyfam"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from oasr_jit.families import lazy_package\n"
+        "__getattr__, __dir__, __all__ = lazy_package(\n"
+        "    __name__, {'softmax': 'softmax', 'log_softmax': 'softmax', 'relu': 'act'}\n"
+        ")\n"
+    )
+    (pkg / "softmax.py").write_text("def softmax(): return 's'\ndef log_softmax(): return 'l'\n")
+    (pkg / "act.py").write_text("from .softmax import softmax as _s\ndef relu(): return 'r'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for first in ("log_softmax", "relu", "softmax"):
+        for name in [m for m in sys.modules if m == "lazyfam" or m.startswith("lazyfam.")]:
+            del sys.modules[name]
+        lazyfam = importlib.import_module("lazyfam")
+        getattr(lazyfam, first)
+        assert lazyfam.softmax() == "s", first
+        assert lazyfam.log_softmax() == "l" and lazyfam.relu() == "r"

@@ -89,6 +89,10 @@ def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...
     import sys
 
     exported = ["__version__", *sorted(names), *submodules]
+    # A name exported from the submodule of the same name (``softmax`` from ``softmax.py``): the
+    # import system binds the submodule to the package's attribute when it is first imported,
+    # whatever imported it, which would hide the function.
+    shadowed = [n for n, module in names.items() if n == module]
 
     def __getattr__(name: str):
         if name in names:
@@ -97,7 +101,12 @@ def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...
             value = importlib.import_module(f"{package}.{name}")
         else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        setattr(sys.modules[package], name, value)  # later lookups skip __getattr__
+        pkg = sys.modules[package]
+        setattr(pkg, name, value)  # later lookups skip __getattr__
+        for n in shadowed:  # give the functions back their names
+            loaded = sys.modules.get(f"{package}.{n}")
+            if loaded is not None and getattr(pkg, n, None) is loaded:
+                setattr(pkg, n, getattr(loaded, n))
         return value
 
     def __dir__() -> list[str]:
