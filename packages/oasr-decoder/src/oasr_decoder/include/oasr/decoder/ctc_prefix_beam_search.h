@@ -90,9 +90,7 @@ class CtcPrefixBeamSearch {
   // -1. Each row is vetted as it is first read, so the search reads it from memory once.
   int64_t accept(const float* log_probs, int64_t num_frames, int64_t row_stride) {
     for (int64_t t = 0; t < num_frames; ++t) {
-      const float* row = log_probs + t * row_stride;
-      if (!is_log_prob_row(row, vocab_)) return t;
-      step(row);
+      if (!step(log_probs + t * row_stride)) return t;
     }
     return -1;
   }
@@ -154,7 +152,9 @@ class CtcPrefixBeamSearch {
   // vocabulary, sorted in growing chunks.
   class FrameOrder {
    public:
-    void reset(const float* row, int64_t vocab, int32_t blank, int64_t first_chunk) {
+    // A new frame: its block maxima (blank excluded) in one pass, which also vets the row;
+    // false when it holds NaN or +inf (then nothing else may read it).
+    bool scan(const float* row, int64_t vocab, int32_t blank, int64_t first_chunk) {
       row_ = row;
       vocab_ = vocab;
       blank_ = blank;
@@ -163,6 +163,16 @@ class CtcPrefixBeamSearch {
       sorted_ = 0;
       started_ = false;
       complete_ = false;
+      block_max_.resize((vocab + kBlock - 1) / kBlock);
+      if (!scan_blocks(row, vocab, block_max_.data())) return false;
+      // the blank must not count: its block again without it
+      const int64_t b = blank / kBlock, lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab);
+      float m = -INFINITY;
+      for (int64_t v = lo; v < hi; ++v) {
+        if (v != blank) m = row[v] > m ? row[v] : m;
+      }
+      block_max_[b] = m;
+      return true;
     }
 
     // The i-th token, or -1 past the end.
@@ -183,7 +193,7 @@ class CtcPrefixBeamSearch {
     }
 
    private:
-    static constexpr int32_t kBlock = 16;
+    static constexpr int32_t kBlock = kScanBlock;
 
     bool before(int32_t a, int32_t b) const {
       return row_[a] != row_[b] ? row_[a] > row_[b] : a < b;
@@ -194,19 +204,6 @@ class CtcPrefixBeamSearch {
       const auto before = [this](int32_t a, int32_t b) { return this->before(a, b); };
       std::partial_sort(ids_.begin() + sorted_, ids_.begin() + upto, ids_.end(), before);
       sorted_ = upto;
-    }
-
-    // The largest of row[lo .. lo + kBlock): pairwise over two halves first (vector max
-    // instructions), then the last eight one by one. Max is exact: the order does not matter.
-    float full_block_max(int64_t lo) const {
-      float half[kBlock / 2];
-      for (int32_t j = 0; j < kBlock / 2; ++j) {
-        const float a = row_[lo + j], b = row_[lo + kBlock / 2 + j];
-        half[j] = a > b ? a : b;
-      }
-      float m = half[0];
-      for (int32_t j = 1; j < kBlock / 2; ++j) m = half[j] > m ? half[j] : m;
-      return m;
     }
 
     // The m-th largest of values (1 <= m <= size): the m largest so far in descending order, in
@@ -236,19 +233,6 @@ class CtcPrefixBeamSearch {
         complete_ = true;
         sort_upto(first_chunk_);
         return;
-      }
-      block_max_.resize(num_blocks);
-      for (int64_t b = 0; b < num_blocks; ++b) {
-        const int64_t lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab_);
-        if (hi - lo == kBlock && !(lo <= blank_ && blank_ < hi)) {
-          block_max_[b] = full_block_max(lo);
-        } else {  // the tail, or the block holding the blank (which must not count)
-          float m = -INFINITY;
-          for (int64_t v = lo; v < hi; ++v) {
-            if (v != blank_) m = row_[v] > m ? row_[v] : m;
-          }
-          block_max_[b] = m;
-        }
       }
       const float theta = mth_largest(block_max_, first_chunk_);
       for (int64_t b = 0; b < num_blocks; ++b) {
@@ -451,11 +435,14 @@ class CtcPrefixBeamSearch {
     }
   }
 
-  void step(const float* row) {
+  // One frame; false (nothing changed) when the row holds NaN or +inf.
+  bool step(const float* row) {
+    if (!order_.scan(row, vocab_, options_.blank, 2 * static_cast<int64_t>(options_.beam_size) + 2)) {
+      return false;
+    }
     const int32_t t = static_cast<int32_t>(num_frames_++);
-    if (static_cast<double>(row[options_.blank]) > options_.blank_skip_log_threshold) return;
+    if (static_cast<double>(row[options_.blank]) > options_.blank_skip_log_threshold) return true;
     link_parents();
-    order_.reset(row, vocab_, options_.blank, 2 * static_cast<int64_t>(options_.beam_size) + 2);
     candidates_.clear();
     kept_scores_.clear();
     const int32_t k = static_cast<int32_t>(beam_.size());
@@ -511,6 +498,7 @@ class CtcPrefixBeamSearch {
       }
     }
     beam_.swap(next_);
+    return true;
   }
 
   CtcPrefixBeamSearchOptions options_;
