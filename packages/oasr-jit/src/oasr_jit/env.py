@@ -18,7 +18,8 @@ OASR_JIT_INCLUDE_DIR = PACKAGE_DIR / "include"
 #: The core's launcher-side helpers (``tvm_ffi_utils.h``) and its self-test module.
 OASR_JIT_CSRC_DIR = PACKAGE_DIR / "csrc"
 
-#: Environment variables that change what or how the core builds; `oasr doctor` prints them.
+#: Environment variables that change what or how the core builds (or, OASR_TUNE_USER_DB, what it
+#: selects); `oasr doctor` prints them.
 ENV_VARS = (
     "OASR_JIT_DIR",
     "OASR_CUDA_ARCH_LIST",
@@ -33,6 +34,7 @@ ENV_VARS = (
     "OASR_JIT_LOCK_TIMEOUT",
     "MAX_JOBS",
     "OASR_LOG_LEVEL",
+    "OASR_TUNE_USER_DB",
 )
 
 
