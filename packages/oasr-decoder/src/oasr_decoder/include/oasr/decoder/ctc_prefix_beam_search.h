@@ -146,9 +146,9 @@ class CtcPrefixBeamSearch {
 
   // Non-blank tokens of one frame in the order (log-prob desc, id asc), found on demand. The first
   // `first_chunk` (m) cost about one vectorized pass over V: the maxima of blocks of kBlock
-  // tokens; theta, the m-th largest block maximum (the m best blocks hold m distinct tokens
-  // >= theta, so every one of the m best tokens is >= theta); the tokens >= theta (a few blocks'
-  // worth), partially sorted. A prefix that needs more tokens than that (rare) gets the whole
+  // tokens; theta, a value with at least m block maxima >= it (m distinct tokens, so every one of
+  // the m best tokens is >= theta), at most a little below the m-th largest; the tokens >= theta
+  // (a few blocks' worth), partially sorted. A prefix that needs more tokens than that (rare) gets the whole
   // vocabulary, sorted in growing chunks.
   class FrameOrder {
    public:
@@ -206,21 +206,43 @@ class CtcPrefixBeamSearch {
       sorted_ = upto;
     }
 
-    // The m-th largest of values (1 <= m <= size): the m largest so far in descending order, in
-    // theta_; most values fail the one comparison with its smallest (faster than nth_element
-    // on a few hundred block maxima, where it was the search's largest single cost).
-    float mth_largest(const std::vector<float>& values, int64_t m) {
-      theta_.assign(values.begin(), values.begin() + m);
-      std::sort(theta_.begin(), theta_.end(), std::greater<float>());
-      float* top = theta_.data();
-      for (size_t i = static_cast<size_t>(m); i < values.size(); ++i) {
-        const float v = values[i];
-        if (!(v > top[m - 1])) continue;
-        int64_t j = m - 1;
-        for (; j > 0 && top[j - 1] < v; --j) top[j] = top[j - 1];
-        top[j] = v;
+    // A threshold with at least m of values >= it, little below the m-th largest (1 <= m <=
+    // size): the values binned in 64 equal bins between the smallest finite one and the largest,
+    // the highest bin where the count from the top reaches m, and the smallest value in or above
+    // it. Three flat passes over a few hundred block maxima, where an exact selection
+    // (nth_element, then insertion) was the search's largest single cost.
+    static float select_threshold(const std::vector<float>& values, int64_t m) {
+      constexpr int kBins = 64;
+      float hi = -INFINITY, lo = INFINITY;
+      for (const float x : values) {
+        hi = x > hi ? x : hi;
+        lo = x > -INFINITY && x < lo ? x : lo;
       }
-      return top[m - 1];
+      if (!(hi > lo)) {  // all finite values equal (or none): they, or with the -inf ones
+        int64_t equal = 0;
+        for (const float x : values) equal += x == hi;
+        return hi > -INFINITY && equal >= m ? hi : -INFINITY;
+      }
+      const float scale = kBins / (hi - lo);
+      auto bin = [&](float x) {  // -1 for -inf
+        if (!(x > -INFINITY)) return -1;
+        const int b = static_cast<int>((x - lo) * scale);
+        return b < kBins ? b : kBins - 1;
+      };
+      int64_t count[kBins] = {};
+      for (const float x : values) {
+        const int b = bin(x);
+        if (b >= 0) ++count[b];
+      }
+      int64_t above = 0;
+      int first = kBins;
+      while (first > 0 && above < m) above += count[--first];
+      if (above < m) return -INFINITY;  // the -inf values are needed too
+      float theta = INFINITY;
+      for (const float x : values) {
+        if (bin(x) >= first && x < theta) theta = x;
+      }
+      return theta;
     }
 
     void take_top() {
@@ -234,7 +256,7 @@ class CtcPrefixBeamSearch {
         sort_upto(first_chunk_);
         return;
       }
-      const float theta = mth_largest(block_max_, first_chunk_);
+      const float theta = select_threshold(block_max_, first_chunk_);
       for (int64_t b = 0; b < num_blocks; ++b) {
         if (block_max_[b] < theta) continue;
         const int64_t lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab_);
@@ -250,7 +272,7 @@ class CtcPrefixBeamSearch {
     int32_t blank_ = 0;
     int64_t first_chunk_ = 1;
     std::vector<int32_t> ids_;
-    std::vector<float> block_max_, theta_;
+    std::vector<float> block_max_;
     int64_t sorted_ = 0;
     bool started_ = false;
     bool complete_ = false;
