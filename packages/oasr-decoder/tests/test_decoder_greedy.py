@@ -65,3 +65,16 @@ def test_edges():
     # all -inf: argmax is token 0 (as torch), the score -inf
     hyp = CtcGreedySearch(blank=1)(torch.full((2, 3), -math.inf))
     assert hyp.tokens == (0,) and hyp.score == -math.inf
+
+
+def test_equal_maxima_across_blocks_and_signed_zeros():
+    """The argmax scans blocks of 16 tokens: equal maxima in different blocks, and -0.0 before
+    +0.0 (equal, as torch.argmax takes them), give the lowest index."""
+    row = torch.full((1, 100), -5.0)
+    row[0, [70, 37, 99]] = -1.0  # three equal maxima in three blocks
+    assert CtcGreedySearch(blank=99)(row).tokens == (37,)
+    zeros = torch.full((1, 40), -3.0)
+    zeros[0, 33] = 0.0
+    zeros[0, 20] = -0.0  # equal to +0.0, earlier
+    assert CtcGreedySearch(blank=0)(zeros).tokens == (20,)
+    assert int(zeros.argmax()) in (20, 33)  # torch agrees they are equal maxima

@@ -77,32 +77,27 @@ inline int64_t find_invalid_log_prob(const float* log_probs, int64_t num_frames,
   return -1;
 }
 
-// The first index of the largest value of row [V] (no NaN). The maximum is taken in kLanes
-// independent lanes, which the compiler turns into vector max instructions; max is exact, so
-// the order does not matter (-0.0 and +0.0 compare equal in the search for the index, as in
-// torch.argmax).
-inline int32_t argmax_row(const float* row, int32_t vocab) {
-  constexpr int kLanes = 8;
-  float lane_max[kLanes];
-  for (int j = 0; j < kLanes; ++j) lane_max[j] = -INFINITY;
-  int32_t v = 0;
-  for (; v + kLanes <= vocab; v += kLanes) {
-    for (int j = 0; j < kLanes; ++j) {
-      lane_max[j] = row[v + j] > lane_max[j] ? row[v + j] : lane_max[j];
-    }
-  }
-  float best_value = -INFINITY;
-  for (int j = 0; j < kLanes; ++j) best_value = lane_max[j] > best_value ? lane_max[j] : best_value;
-  for (; v < vocab; ++v) best_value = row[v] > best_value ? row[v] : best_value;
-  int32_t best = 0;
-  while (row[best] != best_value) ++best;  // found: best_value is one of the row's values
-  return best;
+// The first index of the largest value of row [V] (-0.0 and +0.0 equal, as in torch.argmax),
+// or -1 when the row holds NaN or +inf: one pass (scan_blocks), then a look into the first block
+// whose maximum is the row's. block_max: scratch.
+inline int32_t vetted_argmax_row(const float* row, int64_t vocab, std::vector<float>* block_max) {
+  block_max->resize(static_cast<size_t>((vocab + kScanBlock - 1) / kScanBlock));
+  const float* m = block_max->data();
+  if (!scan_blocks(row, vocab, block_max->data())) return -1;
+  float best = m[0];
+  for (size_t b = 1; b < block_max->size(); ++b) best = m[b] > best ? m[b] : best;
+  size_t b = 0;
+  while (m[b] != best) ++b;
+  int64_t v = static_cast<int64_t>(b) * kScanBlock;
+  while (row[v] != best) ++v;  // found: best is one of the block's values
+  return static_cast<int32_t>(v);
 }
 
 struct CtcGreedyResult {
   std::vector<int32_t> tokens;
   std::vector<int32_t> frames;  // first frame of each token's run
   double score = 0.0;
+  std::vector<float> scratch;   // block maxima of the frame being read
 };
 
 // log_probs: [T, V], row t at log_probs + t * row_stride. Returns the first frame holding NaN or
@@ -116,8 +111,8 @@ inline int64_t ctc_greedy_search(const float* log_probs, int64_t num_frames, int
   int32_t previous = blank;
   for (int64_t t = 0; t < num_frames; ++t) {
     const float* row = log_probs + t * row_stride;
-    if (!is_log_prob_row(row, vocab)) return t;
-    const int32_t best = argmax_row(row, static_cast<int32_t>(vocab));
+    const int32_t best = vetted_argmax_row(row, vocab, &result->scratch);
+    if (best < 0) return t;
     result->score += static_cast<double>(row[best]);
     if (best != blank && best != previous) {
       result->tokens.push_back(best);
