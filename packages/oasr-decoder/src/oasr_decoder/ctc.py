@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +40,7 @@ from typing import NamedTuple
 
 import torch
 
+from ._checks import as_int, check_beam, check_threshold, host_lengths
 from ._jit import module
 
 __all__ = [
@@ -72,41 +72,8 @@ class Hypothesis(NamedTuple):
 # validation (before C++; the launchers check again)
 
 
-def _as_int(value, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-
-
-def _check_beam(beam_size, nbest) -> tuple[int, int]:
-    beam_size = _as_int(beam_size, "beam_size")
-    nbest = _as_int(nbest, "nbest")
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    if not 1 <= nbest <= beam_size:
-        raise ValueError(f"nbest must be in [1, beam_size = {beam_size}], got {nbest}")
-    return beam_size, nbest
-
-
-def _check_threshold(threshold) -> float | None:
-    if threshold is None:
-        return None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"blank_skip_threshold must be a float or None, got {threshold!r}")
-    threshold = float(threshold)
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(
-            f"blank_skip_threshold must be a probability in (0, 1], got {threshold}; "
-            "pass None to skip no frame"
-        )
-    return threshold
-
-
 def _check_blank(blank) -> int:
-    blank = _as_int(blank, "blank")
+    blank = as_int(blank, "blank")
     if blank < 0:
         raise ValueError(f"blank must be a token id >= 0, got {blank}")
     return blank
@@ -161,33 +128,6 @@ def _check_graph(graph) -> ContextGraph | None:
     return graph
 
 
-def _lengths_tensor(lengths, batch: int, num_frames: int) -> torch.Tensor:
-    """lengths as a CPU int64 [B] tensor with 0 <= lengths[b] <= T (None: all T)."""
-    if lengths is None:
-        return torch.full((batch,), num_frames, dtype=torch.int64)
-    if isinstance(lengths, torch.Tensor):
-        if (
-            lengths.dtype.is_floating_point
-            or lengths.dtype.is_complex
-            or lengths.dtype == torch.bool
-        ):
-            raise TypeError(f"lengths must hold integers, got dtype {lengths.dtype}")
-        out = lengths.detach().to("cpu", torch.int64)
-    else:
-        out = torch.tensor([_as_int(n, "lengths[i]") for n in lengths], dtype=torch.int64)
-    if out.dim() != 1 or out.shape[0] != batch:
-        raise ValueError(f"lengths must be [B] with B = {batch}, got shape {tuple(out.shape)}")
-    if batch:
-        low, high = int(out.min()), int(out.max())
-        if low < 0:
-            raise ValueError(f"lengths must be >= 0, got {low} at index {int(out.argmin())}")
-        if high > num_frames:
-            raise ValueError(
-                f"lengths must be <= T = {num_frames}, got {high} at index {int(out.argmax())}"
-            )
-    return out.contiguous()
-
-
 def _check_values(log_probs: torch.Tensor, lengths: torch.Tensor) -> None:
     """No NaN or +inf in the frames that are decoded (padding past a length is not read)."""
     if log_probs.numel() == 0:
@@ -210,7 +150,7 @@ def _num_threads(num_threads, batch: int) -> int:
         except AttributeError:  # not Linux
             cores = os.cpu_count() or 1
         return max(1, min(batch, cores))
-    num_threads = _as_int(num_threads, "num_threads")
+    num_threads = as_int(num_threads, "num_threads")
     if num_threads < 1:
         raise ValueError(
             f"num_threads must be at least 1 (or None for every core), got {num_threads}"
@@ -287,7 +227,7 @@ class ContextGraph:
                 raise TypeError(f"phrases[{p}] must be a sequence of token ids, got {phrase!r}")
             if not phrase:
                 raise ValueError(f"phrases[{p}] is empty")
-            ids = tuple(_as_int(t, f"phrases[{p}][i]") for t in phrase)
+            ids = tuple(as_int(t, f"phrases[{p}][i]") for t in phrase)
             if min(ids) < 0:
                 raise ValueError(f"phrases[{p}] has a negative token id {min(ids)}")
             parsed.append(ids)
@@ -320,7 +260,7 @@ class ContextGraph:
 
     def score(self, tokens: Sequence[int], final: bool = False) -> float:
         """S(tokens); ``final=True``: without the partial credit (the end-of-utterance score)."""
-        ids = torch.tensor([_as_int(t, "tokens[i]") for t in tokens], dtype=torch.int32)
+        ids = torch.tensor([as_int(t, "tokens[i]") for t in tokens], dtype=torch.int32)
         return float(module().context_graph_score(self._handle, ids, bool(final)))
 
     def __repr__(self) -> str:
@@ -363,7 +303,7 @@ def ctc_greedy_search(
     blank = _check_blank(blank)
     batch, num_frames, vocab = log_probs.shape
     _check_vocab(vocab, blank, None)
-    lengths = _lengths_tensor(lengths, batch, num_frames)
+    lengths = host_lengths(lengths, batch, num_frames)
     capacity = int(lengths.max()) if batch else 0
     tokens = torch.empty(batch, capacity, dtype=torch.int32)
     frames = torch.empty_like(tokens)
@@ -435,13 +375,13 @@ def ctc_prefix_beam_search(
         have a non-zero probability).
     """
     _check_log_probs(log_probs, "[B, T, V]")
-    beam_size, nbest = _check_beam(beam_size, nbest)
+    beam_size, nbest = check_beam(beam_size, nbest)
     blank = _check_blank(blank)
-    threshold = _check_threshold(blank_skip_threshold)
+    threshold = check_threshold(blank_skip_threshold)
     graph = _check_graph(context_graph)
     batch, num_frames, vocab = log_probs.shape
     _check_vocab(vocab, blank, graph)
-    lengths = _lengths_tensor(lengths, batch, num_frames)
+    lengths = host_lengths(lengths, batch, num_frames)
     capacity = int(lengths.max()) if batch else 0
     tokens = torch.empty(batch, nbest, capacity, dtype=torch.int32)
     frames = torch.empty_like(tokens)
@@ -521,9 +461,9 @@ class _BeamSearchSettings:
         blank_skip_threshold: float | None = None,
         context_graph: ContextGraph | None = None,
     ):
-        self.beam_size, self.nbest = _check_beam(beam_size, nbest)
+        self.beam_size, self.nbest = check_beam(beam_size, nbest)
         self.blank = _check_blank(blank)
-        self.blank_skip_threshold = _check_threshold(blank_skip_threshold)
+        self.blank_skip_threshold = check_threshold(blank_skip_threshold)
         self.context_graph = _check_graph(context_graph)
 
     def _options(self) -> dict:

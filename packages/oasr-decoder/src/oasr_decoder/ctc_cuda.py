@@ -26,7 +26,6 @@ results are then checked by `CtcDecodeResult.check` after a replay).
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -35,6 +34,7 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit
+from ._checks import as_int, check_beam, check_integer_dtype, check_threshold, host_lengths
 from .ctc import Hypothesis
 
 __all__ = ["CtcDecodeResult", "GpuStreamingDecoder", "ctc_beam_search_decode", "ctc_greedy_decode"]
@@ -118,15 +118,6 @@ def _raise_on_status(status: torch.Tensor, unit: str) -> None:
 # validation
 
 
-def _as_int(value, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-
-
 def _check_log_probs(log_probs, what: str = "log_probs") -> None:
     if not isinstance(log_probs, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor [B, T, V], got {type(log_probs).__name__}")
@@ -152,38 +143,16 @@ def _check_log_probs(log_probs, what: str = "log_probs") -> None:
 
 
 def _check_blank(blank, vocab: int) -> int:
-    blank = _as_int(blank, "blank")
+    blank = as_int(blank, "blank")
     if not 0 <= blank < vocab:
         raise ValueError(f"blank = {blank} is outside the vocabulary of log_probs (V = {vocab})")
     return blank
 
 
-def _check_beam(beam_size, nbest) -> tuple[int, int]:
-    beam_size = _as_int(beam_size, "beam_size")
-    nbest = _as_int(nbest, "nbest")
-    if not 1 <= beam_size <= MAX_BEAM:
-        raise ValueError(
-            f"beam_size must be in [1, {MAX_BEAM}] on the GPU, got {beam_size}; for wider beams "
-            "use the CPU decoder (ctc_prefix_beam_search)"
-        )
-    if not 1 <= nbest <= beam_size:
-        raise ValueError(f"nbest must be in [1, beam_size = {beam_size}], got {nbest}")
-    return beam_size, nbest
-
-
 def _skip_log_threshold(threshold) -> float:
     """log(threshold) as the CPU decoder computes it; +inf skips no frame."""
-    if threshold is None:
-        return math.inf
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"blank_skip_threshold must be a float or None, got {threshold!r}")
-    threshold = float(threshold)
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(
-            f"blank_skip_threshold must be a probability in (0, 1], got {threshold}; "
-            "pass None to skip no frame"
-        )
-    return math.log(threshold)
+    threshold = check_threshold(threshold)
+    return math.inf if threshold is None else math.log(threshold)
 
 
 def _capturing() -> bool:
@@ -195,40 +164,22 @@ def _device_lengths(lengths, batch: int, num_frames: int, device) -> torch.Tenso
     tensor is checked by the kernels (values outside [0, T] flag the utterance)."""
     if lengths is None:
         return None
-    if isinstance(lengths, torch.Tensor):
-        if (
-            lengths.dtype.is_floating_point
-            or lengths.dtype.is_complex
-            or lengths.dtype == torch.bool
-        ):
-            raise TypeError(f"lengths must hold integers, got dtype {lengths.dtype}")
+    if isinstance(lengths, torch.Tensor) and lengths.device.type == "cuda":
+        check_integer_dtype(lengths)
         if lengths.dim() != 1 or lengths.shape[0] != batch:
             raise ValueError(
                 f"lengths must be [B] with B = {batch}, got shape {tuple(lengths.shape)}"
             )
-        if lengths.device.type == "cuda":
-            if lengths.device != device:
-                raise ValueError(
-                    f"lengths is on {lengths.device} but log_probs is on {device}; move both to "
-                    "one device"
-                )
-            if lengths.dtype == torch.int32 and lengths.is_contiguous():
-                return lengths  # the kernels flag any value outside [0, T]
-            # keep out-of-range values out of range through the cast to int32
-            return lengths.clamp(-1, num_frames + 1).to(torch.int32).contiguous()
-        host = lengths.to(torch.int64)
-    else:
-        host = torch.tensor([_as_int(n, "lengths[i]") for n in lengths], dtype=torch.int64)
-        if host.dim() != 1 or host.shape[0] != batch:
-            raise ValueError(f"lengths must be [B] with B = {batch}, got {host.shape[0]} values")
-    if batch:
-        low, high = int(host.min()), int(host.max())
-        if low < 0:
-            raise ValueError(f"lengths must be >= 0, got {low} at index {int(host.argmin())}")
-        if high > num_frames:
+        if lengths.device != device:
             raise ValueError(
-                f"lengths must be <= T = {num_frames}, got {high} at index {int(host.argmax())}"
+                f"lengths is on {lengths.device} but log_probs is on {device}; move both to "
+                "one device"
             )
+        if lengths.dtype == torch.int32 and lengths.is_contiguous():
+            return lengths  # the kernels flag any value outside [0, T]
+        # keep out-of-range values out of range through the cast to int32
+        return lengths.clamp(-1, num_frames + 1).to(torch.int32).contiguous()
+    host = host_lengths(lengths, batch, num_frames)
     if _capturing():
         raise ValueError(
             "lengths on the host cannot be copied inside a CUDA graph capture; pass a CUDA tensor"
@@ -405,7 +356,7 @@ def ctc_beam_search_decode(
     Device memory: about ``B * T * beam * 44`` bytes of state besides the outputs.
     """
     _check_log_probs(log_probs)
-    beam_size, nbest = _check_beam(beam_size, nbest)
+    beam_size, nbest = check_beam(beam_size, nbest, MAX_BEAM)
     batch, num_frames, vocab = log_probs.shape
     blank = _check_blank(blank, vocab)
     log_threshold = _skip_log_threshold(blank_skip_threshold)
@@ -452,16 +403,16 @@ class GpuStreamingDecoder:
         device=None,
         max_frames: int | None = None,
     ):
-        num_streams = _as_int(num_streams, "num_streams")
+        num_streams = as_int(num_streams, "num_streams")
         if num_streams < 1:
             raise ValueError(f"num_streams must be at least 1, got {num_streams}")
-        self.beam_size, self.nbest = _check_beam(beam_size, nbest)
-        self.blank = _as_int(blank, "blank")
+        self.beam_size, self.nbest = check_beam(beam_size, nbest, MAX_BEAM)
+        self.blank = as_int(blank, "blank")
         if self.blank < 0:
             raise ValueError(f"blank must be a token id >= 0, got {self.blank}")
         self.blank_skip_threshold = blank_skip_threshold
         self._log_threshold = _skip_log_threshold(blank_skip_threshold)
-        max_frames = 512 if max_frames is None else _as_int(max_frames, "max_frames")
+        max_frames = 512 if max_frames is None else as_int(max_frames, "max_frames")
         if max_frames < 1:
             raise ValueError(f"max_frames must be at least 1, got {max_frames}")
         self.device = (
@@ -495,7 +446,7 @@ class GpuStreamingDecoder:
                 raise TypeError("streams must be a 1-D integer tensor or a sequence of ints")
             ids = [int(s) for s in streams.tolist()]
         else:
-            ids = [_as_int(s, "streams[i]") for s in streams]
+            ids = [as_int(s, "streams[i]") for s in streams]
         if rows is not None and len(ids) != rows:
             raise ValueError(f"streams has {len(ids)} ids for a chunk of {rows} rows")
         for s in ids:
@@ -578,7 +529,7 @@ class GpuStreamingDecoder:
 
     def num_frames(self, stream: int) -> int:
         """Frames fed to a stream since its last reset (as counted on the host)."""
-        return self._frames[_as_int(stream, "stream")]
+        return self._frames[as_int(stream, "stream")]
 
     def __repr__(self) -> str:
         return (
