@@ -68,7 +68,7 @@ def test_edges():
 
 
 def test_equal_maxima_across_blocks_and_signed_zeros():
-    """The argmax scans blocks of 16 tokens: equal maxima in different blocks, and -0.0 before
+    """The argmax scans blocks of tokens: equal maxima in different blocks, and -0.0 before
     +0.0 (equal, as torch.argmax takes them), give the lowest index."""
     row = torch.full((1, 100), -5.0)
     row[0, [70, 37, 99]] = -1.0  # three equal maxima in three blocks

@@ -17,11 +17,11 @@
 
 namespace oasr::decoder {
 
-inline constexpr int kScanBlock = 16;
+inline constexpr int kScanBlock = 32;
 
-// One pass over row [V]: block_max[b] = the largest of tokens [16 b, 16 b + 16) (the last block
-// may be shorter), and whether the row holds log-probabilities only (no NaN, no +inf). With SSE2
-// (every x86-64) four vectors per block: GCC does not vectorize `a > b ? a : b` into maxps on
+// One pass over row [V]: block_max[b] = the largest of tokens [kScanBlock b, kScanBlock (b + 1))
+// (the last block may be shorter), and whether the row holds log-probabilities only (no NaN, no
+// +inf). With SSE2 (every x86-64) whole vectors: GCC does not vectorize `a > b ? a : b` into maxps on
 // its own, and this pass is most of the CPU beam search's time per frame.
 inline bool scan_blocks(const float* row, int64_t vocab, float* block_max) {
   const int64_t full = vocab / kScanBlock;
@@ -32,12 +32,13 @@ inline bool scan_blocks(const float* row, int64_t vocab, float* block_max) {
   __m128 bad = _mm_setzero_ps();
   for (; b < full; ++b) {
     const float* p = row + b * kScanBlock;
-    const __m128 x0 = _mm_loadu_ps(p), x1 = _mm_loadu_ps(p + 4);
-    const __m128 x2 = _mm_loadu_ps(p + 8), x3 = _mm_loadu_ps(p + 12);
-    // !(x < inf): NaN or +inf
-    bad = _mm_or_ps(bad, _mm_or_ps(_mm_or_ps(_mm_cmpnlt_ps(x0, inf), _mm_cmpnlt_ps(x1, inf)),
-                                   _mm_or_ps(_mm_cmpnlt_ps(x2, inf), _mm_cmpnlt_ps(x3, inf))));
-    __m128 m = _mm_max_ps(_mm_max_ps(x0, x1), _mm_max_ps(x2, x3));
+    __m128 m = _mm_loadu_ps(p);
+    bad = _mm_or_ps(bad, _mm_cmpnlt_ps(m, inf));  // !(x < inf): NaN or +inf
+    for (int j = 4; j < kScanBlock; j += 4) {
+      const __m128 x = _mm_loadu_ps(p + j);
+      bad = _mm_or_ps(bad, _mm_cmpnlt_ps(x, inf));
+      m = _mm_max_ps(m, x);
+    }
     m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
     m = _mm_max_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
     block_max[b] = _mm_cvtss_f32(m);

@@ -211,7 +211,7 @@ class CtcPrefixBeamSearch {
     // the highest bin where the count from the top reaches m, and the smallest value in or above
     // it. Three flat passes over a few hundred block maxima, where an exact selection
     // (nth_element, then insertion) was the search's largest single cost.
-    static float select_threshold(const std::vector<float>& values, int64_t m) {
+    float select_threshold(const std::vector<float>& values, int64_t m) {
       constexpr int kBins = 64;
       float hi = -INFINITY, lo = INFINITY;
       for (const float x : values) {
@@ -230,8 +230,10 @@ class CtcPrefixBeamSearch {
         return b < kBins ? b : kBins - 1;
       };
       int64_t count[kBins] = {};
-      for (const float x : values) {
-        const int b = bin(x);
+      bins_.resize(values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        const int b = bin(values[i]);
+        bins_[i] = static_cast<int8_t>(b);
         if (b >= 0) ++count[b];
       }
       int64_t above = 0;
@@ -239,8 +241,8 @@ class CtcPrefixBeamSearch {
       while (first > 0 && above < m) above += count[--first];
       if (above < m) return -INFINITY;  // the -inf values are needed too
       float theta = INFINITY;
-      for (const float x : values) {
-        if (bin(x) >= first && x < theta) theta = x;
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (bins_[i] >= first && values[i] < theta) theta = values[i];
       }
       return theta;
     }
@@ -273,6 +275,7 @@ class CtcPrefixBeamSearch {
     int64_t first_chunk_ = 1;
     std::vector<int32_t> ids_;
     std::vector<float> block_max_;
+    std::vector<int8_t> bins_;  // select_threshold's scratch
     int64_t sorted_ = 0;
     bool started_ = false;
     bool complete_ = false;
