@@ -1,0 +1,116 @@
+"""Every installed family's ops launch on their tensors' device, whatever the current device is.
+
+The cases are the families' own benchmark cases (`oasr bench <family> --suite smoke|quick`): each
+builds its inputs on a target GPU, runs the OASR side with another GPU current (and inside a
+CUDA graph captured on the target), and checks the answer against its PyTorch peer. With two or
+more GPUs the pairs are (0, 1) and (1, 0) (marker ``multigpu``); with one, (0, 0), which runs
+the same harness on a single device (marker ``gpu``). Skipped without a GPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from oasr_jit import bench
+
+NUM_GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
+PAIRS = [(0, 1), (1, 0)] if NUM_GPUS >= 2 else [(0, 0)]
+pytestmark = [
+    pytest.mark.multigpu if NUM_GPUS >= 2 else pytest.mark.gpu,
+    pytest.mark.skipif(NUM_GPUS == 0, reason="needs a CUDA GPU"),
+]
+
+SMALL_SUITES = ("smoke", "quick")  # the first a family has
+
+
+def _small_cases() -> list[bench.Case]:
+    cases = []
+    for family in sorted(bench.bench_families()):
+        for suite in SMALL_SUITES:
+            found = bench.collect_cases(family, suite)
+            if found:
+                cases += [c for c in found if "pyctcdecode" not in c.name]
+                break
+    return cases
+
+
+def _on_gpu(inputs, device: torch.device) -> bool:
+    """Whether the inputs hold a tensor on `device` (a case with a GPU side)."""
+    if isinstance(inputs, torch.Tensor):
+        return inputs.device == device
+    if isinstance(inputs, dict):
+        return any(_on_gpu(v, device) for v in inputs.values())
+    if isinstance(inputs, (list, tuple)):
+        return any(_on_gpu(v, device) for v in inputs)
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _restore_the_current_device():
+    yield
+    torch.cuda.set_device(0)
+
+
+def _check(case: bench.Case, oasr_out, peer_out) -> None:
+    if case.check is not None:
+        case.check(oasr_out, peer_out)
+    else:
+        bench.assert_outputs_close(oasr_out, peer_out, case.dtype)
+
+
+@pytest.mark.parametrize("current, target", PAIRS)
+def test_every_family_launches_on_its_inputs_device(current, target):
+    device = torch.device("cuda", target)
+    ran = []
+    for case in _small_cases():
+        with torch.cuda.device(target):
+            inputs = case.setup()
+        if not _on_gpu(inputs, device):
+            continue  # a CPU-only case
+        torch.cuda.set_device(current)
+        oasr_out = case.oasr(inputs)
+        assert torch.cuda.current_device() == current, f"{case.name} changed the current device"
+        torch.cuda.synchronize(device)
+        _check(case, oasr_out, case.peer(inputs))
+        ran.append(case.name)
+    assert ran, "no family case has a GPU side"
+
+
+def test_every_capturable_case_in_a_graph_on_its_device():
+    current, target = PAIRS[0]
+    device = torch.device("cuda", target)
+    ran = []
+    for case in _small_cases():
+        if not case.capturable or case.clock != "cuda":
+            continue
+        torch.cuda.set_device(current)
+        with torch.cuda.device(target):
+            inputs = case.setup()
+            if not _on_gpu(inputs, device):
+                continue
+            outputs = []  # two warm-up calls, then the captured one
+
+            def call(x, case=case, outputs=outputs):
+                outputs.append(case.oasr(x))
+
+            graph = bench._capture(call, [inputs], calls=1)
+            captured = outputs[-1]
+            graph.replay()
+            torch.cuda.synchronize(device)
+        _check(case, captured, case.peer(inputs))
+        ran.append(case.name)
+    assert ran, "no capturable family case"
+
+
+@pytest.mark.skipif(NUM_GPUS < 2, reason="needs 2+ GPUs")
+def test_mixed_devices_raise():
+    oasr_norm = pytest.importorskip("oasr_norm")
+    oasr_decoder = pytest.importorskip("oasr_decoder")
+    x = torch.randn(4, 256, device="cuda:1", dtype=torch.float16)
+    weight = torch.ones(256, device="cuda:0", dtype=torch.float16)
+    with pytest.raises(ValueError, match="device"):
+        oasr_norm.layer_norm(x, weight)
+    log_probs = torch.randn(2, 5, 7, device="cuda:1").log_softmax(-1)
+    with pytest.raises(ValueError, match="one device"):
+        oasr_decoder.ctc_beam_search_decode(log_probs, torch.tensor([5, 5], device="cuda:0"))
