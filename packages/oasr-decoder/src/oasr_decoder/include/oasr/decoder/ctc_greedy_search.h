@@ -17,24 +17,26 @@
 
 namespace oasr::decoder {
 
-inline constexpr int kScanBlock = 32;
+inline constexpr int kScanBlock = 32;  // the greedy search's; the beam search picks 16 or 32
 
-// One pass over row [V]: block_max[b] = the largest of tokens [kScanBlock b, kScanBlock (b + 1))
+// One pass over row [V]: block_max[b] = the largest of tokens [kBlock b, kBlock (b + 1))
 // (the last block may be shorter), and whether the row holds log-probabilities only (no NaN, no
 // +inf). With SSE2 (every x86-64) whole vectors: GCC does not vectorize `a > b ? a : b` into maxps on
 // its own, and this pass is most of the CPU beam search's time per frame.
+template <int kBlock = kScanBlock>
 inline bool scan_blocks(const float* row, int64_t vocab, float* block_max) {
-  const int64_t full = vocab / kScanBlock;
+  static_assert(kBlock % 4 == 0, "whole SSE vectors per block");
+  const int64_t full = vocab / kBlock;
   int64_t b = 0;
   bool ok = true;
 #if defined(__SSE2__)
   const __m128 inf = _mm_set1_ps(INFINITY);
   __m128 bad = _mm_setzero_ps();
   for (; b < full; ++b) {
-    const float* p = row + b * kScanBlock;
+    const float* p = row + b * kBlock;
     __m128 m = _mm_loadu_ps(p);
     bad = _mm_or_ps(bad, _mm_cmpnlt_ps(m, inf));  // !(x < inf): NaN or +inf
-    for (int j = 4; j < kScanBlock; j += 4) {
+    for (int j = 4; j < kBlock; j += 4) {
       const __m128 x = _mm_loadu_ps(p + j);
       bad = _mm_or_ps(bad, _mm_cmpnlt_ps(x, inf));
       m = _mm_max_ps(m, x);
@@ -45,8 +47,8 @@ inline bool scan_blocks(const float* row, int64_t vocab, float* block_max) {
   }
   ok = _mm_movemask_ps(bad) == 0;
 #endif
-  for (; b * kScanBlock < vocab; ++b) {  // without SSE2 every block; with it the short tail
-    const int64_t lo = b * kScanBlock, hi = std::min<int64_t>(lo + kScanBlock, vocab);
+  for (; b * kBlock < vocab; ++b) {  // without SSE2 every block; with it the short tail
+    const int64_t lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab);
     float m = -INFINITY;
     for (int64_t v = lo; v < hi; ++v) {
       ok &= row[v] < INFINITY;

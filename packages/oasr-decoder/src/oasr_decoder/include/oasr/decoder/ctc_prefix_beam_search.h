@@ -145,7 +145,7 @@ class CtcPrefixBeamSearch {
   };
 
   // Non-blank tokens of one frame in the order (log-prob desc, id asc), found on demand. The first
-  // `first_chunk` (m) cost about one vectorized pass over V: the maxima of blocks of kBlock
+  // `first_chunk` (m) cost about one vectorized pass over V: the maxima of blocks of 16 or 32
   // tokens; theta, a value with at least m block maxima >= it (m distinct tokens, so every one of
   // the m best tokens is >= theta), at most a little below the m-th largest; the tokens >= theta
   // (a few blocks' worth), partially sorted. A prefix that needs more tokens than that (rare) gets the whole
@@ -163,10 +163,15 @@ class CtcPrefixBeamSearch {
       sorted_ = 0;
       started_ = false;
       complete_ = false;
-      block_max_.resize((vocab + kBlock - 1) / kBlock);
-      if (!scan_blocks(row, vocab, block_max_.data())) return false;
+      // 32-token blocks scan fastest, but the threshold needs more blocks than first_chunk: a
+      // vocabulary of a few hundred (CTC BPE 500) keeps 16-token ones.
+      block_ = vocab >= 32 * (first_chunk_ + 1) ? 32 : 16;
+      block_max_.resize((vocab + block_ - 1) / block_);
+      const bool ok = block_ == 32 ? scan_blocks<32>(row, vocab, block_max_.data())
+                                   : scan_blocks<16>(row, vocab, block_max_.data());
+      if (!ok) return false;
       // the blank must not count: its block again without it
-      const int64_t b = blank / kBlock, lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab);
+      const int64_t b = blank / block_, lo = b * block_, hi = std::min<int64_t>(lo + block_, vocab);
       float m = -INFINITY;
       for (int64_t v = lo; v < hi; ++v) {
         if (v != blank) m = row[v] > m ? row[v] : m;
@@ -193,7 +198,6 @@ class CtcPrefixBeamSearch {
     }
 
    private:
-    static constexpr int32_t kBlock = kScanBlock;
 
     bool before(int32_t a, int32_t b) const {
       return row_[a] != row_[b] ? row_[a] > row_[b] : a < b;
@@ -249,7 +253,7 @@ class CtcPrefixBeamSearch {
 
     void take_top() {
       started_ = true;
-      const int64_t num_blocks = (vocab_ + kBlock - 1) / kBlock;
+      const int64_t num_blocks = (vocab_ + block_ - 1) / block_;
       if (num_blocks <= first_chunk_) {  // small vocabulary: every token
         for (int32_t v = 0; v < vocab_; ++v) {
           if (v != blank_) ids_.push_back(v);
@@ -261,7 +265,7 @@ class CtcPrefixBeamSearch {
       const float theta = select_threshold(block_max_, first_chunk_);
       for (int64_t b = 0; b < num_blocks; ++b) {
         if (block_max_[b] < theta) continue;
-        const int64_t lo = b * kBlock, hi = std::min<int64_t>(lo + kBlock, vocab_);
+        const int64_t lo = b * block_, hi = std::min<int64_t>(lo + block_, vocab_);
         for (int64_t v = lo; v < hi; ++v) {
           if (row_[v] >= theta && v != blank_) ids_.push_back(static_cast<int32_t>(v));
         }
@@ -274,6 +278,7 @@ class CtcPrefixBeamSearch {
     int32_t blank_ = 0;
     int64_t first_chunk_ = 1;
     std::vector<int32_t> ids_;
+    int64_t block_ = 16;  // tokens per block of this frame
     std::vector<float> block_max_;
     std::vector<int8_t> bins_;  // select_threshold's scratch
     int64_t sorted_ = 0;
