@@ -222,6 +222,49 @@ def test_streaming_64x16_in_a_graph():
     _assert_same_hyps(got, want, "graph")
 
 
+def test_streams_that_outgrow_a_graph_are_flagged_not_read():
+    """Replays past max_frames cannot grow the pools: the streams are flagged, their n-best is
+    empty (length -1, score -inf), the stream after them is untouched, and result() raises."""
+    rng = random.Random(12)
+    S, C, V, beam = 3, 16, 200, 4
+    chunks = [
+        torch.stack([random_log_probs(rng, C, V, "smooth", 0) for _ in range(S)]).cuda()
+        for _ in range(3)
+    ]
+    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=2, max_frames=C)
+    static = torch.empty_like(chunks[0])
+    lengths = torch.tensor([C, C, 0], dtype=torch.int32, device="cuda")  # stream 2 sits idle
+    static.copy_(chunks[0])
+    stream.accept(static, lengths)  # warm-up outside the graph: builds modules
+    stream.reset()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side), torch.cuda.graph(graph):
+        stream.accept(static, lengths)
+    torch.cuda.current_stream().wait_stream(side)
+    for chunk in chunks:  # 48 frames into pools sized for 16
+        static.copy_(chunk)
+        graph.replay()
+    torch.cuda.synchronize()
+    stream._frames = [3 * C, 3 * C, 0]  # the host did not count the replays
+    _poison_allocator()
+    out = stream.result(check=False)
+    assert out.status.tolist()[2] == 0
+    assert all(bits & 2 for bits in out.status.tolist()[:2])  # kOutOfCapacity
+    assert out.lengths[:2].tolist() == [[-1, -1], [-1, -1]]
+    assert torch.isneginf(out.scores[:2]).all()
+    assert (out.tokens[:2] == -1).all() and (out.frames[:2] == -1).all()
+    assert out.lengths[2].tolist() == [0, -1]  # the empty prefix
+    with pytest.raises(ValueError, match="larger max_frames"):
+        stream.result()
+    stream.reset([0])
+    stream.accept(chunks[0][:1], streams=[0])
+    got = stream.result([0]).to_hypotheses()
+    want = dec.ctc_prefix_beam_search(chunks[0][:1].cpu(), beam_size=beam, nbest=2)
+    _assert_same_hyps(got, want, "after reset")
+
+
 # ---------------------------------------------------------------------------------------------
 # capture of the offline decoders
 

@@ -623,7 +623,8 @@ __global__ void ctc_beam_result_kernel(BeamState st, HypothesisOut out, const in
   if (s < 0 || s >= st.num_streams) return;
   const StreamPools pools(st, s);
   const int32_t* counters = st.counters + s * kNumCounters;
-  const int32_t nb = counters[kNumEntries];
+  // A stream that outgrew its pools may hold entries without a node (-1): it has no n-best.
+  const int32_t nb = counters[kStatus] & kOutOfCapacity ? 0 : counters[kNumEntries];
   const int64_t L = out.max_len;
   int32_t* tokens = out.tokens + static_cast<int64_t>(row) * out.nbest * L;
   int32_t* frames = out.frames + static_cast<int64_t>(row) * out.nbest * L;
