@@ -85,8 +85,8 @@ def test_every_family_launches_on_its_inputs_device(current, target):
 
 
 @on_gpus
-def test_every_capturable_case_in_a_graph_on_its_device():
-    current, target = PAIRS[0]
+@pytest.mark.parametrize("current, target", PAIRS)
+def test_every_capturable_case_in_a_graph_on_its_device(current, target):
     device = torch.device("cuda", target)
     ran = []
     for case in _small_cases():
@@ -118,7 +118,7 @@ def test_mixed_devices_raise():
     oasr_decoder = pytest.importorskip("oasr_decoder")
     x = torch.randn(4, 256, device="cuda:1", dtype=torch.float16)
     weight = torch.ones(256, device="cuda:0", dtype=torch.float16)
-    with pytest.raises(ValueError, match="device"):
+    with pytest.raises(ValueError, match="is on cuda:0 but x is on cuda:1"):
         oasr_norm.layer_norm(x, weight)
     log_probs = torch.randn(2, 5, 7, device="cuda:1").log_softmax(-1)
     with pytest.raises(ValueError, match="one device"):
@@ -132,7 +132,7 @@ def _ops_without_bench_cases(device: torch.device) -> dict:
     if oasr_norm is not None:
         x = torch.randn(64, 8, 192, device=device, dtype=torch.float16)
         bias = torch.randn(192, device=device, dtype=torch.float16)
-        log_scale = torch.tensor(0.3, device=device)
+        log_scale = torch.tensor(0.3, device=device, dtype=torch.float16)
         weight, shift = torch.randn(2, 192, device=device, dtype=torch.float16)
         calls["bias_norm"] = (
             lambda: oasr_norm.bias_norm(x, bias, log_scale),
@@ -177,3 +177,9 @@ def test_ops_without_bench_cases_launch_on_their_inputs_device(current, target):
         torch.cuda.synchronize(device)
         want = twin_call()
         torch.testing.assert_close(got.float(), want.float(), atol=2e-2, rtol=2e-2, msg=name)
+        with torch.cuda.device(target):  # and captured in a graph on the target
+            outputs = []
+            graph = bench._capture(lambda _: outputs.append(oasr_call()), [None], calls=1)
+            graph.replay()
+            torch.cuda.synchronize(device)
+        torch.testing.assert_close(outputs[-1].float(), want.float(), atol=2e-2, rtol=2e-2)
