@@ -179,7 +179,7 @@ def test_ops_without_bench_cases_launch_on_their_inputs_device(current, target):
         torch.testing.assert_close(got.float(), want.float(), atol=2e-2, rtol=2e-2, msg=name)
         with torch.cuda.device(target):  # and captured in a graph on the target
             outputs = []
-            graph = bench._capture(lambda _: outputs.append(oasr_call()), [None], calls=1)
+            graph = bench._capture(lambda _, o=outputs, f=oasr_call: o.append(f()), [None], calls=1)
             graph.replay()
             torch.cuda.synchronize(device)
         torch.testing.assert_close(outputs[-1].float(), want.float(), atol=2e-2, rtol=2e-2)
