@@ -133,7 +133,7 @@ def _ops_without_bench_cases(device: torch.device) -> dict:
         x = torch.randn(64, 8, 192, device=device, dtype=torch.float16)
         bias = torch.randn(192, device=device, dtype=torch.float16)
         log_scale = torch.tensor(0.3, device=device, dtype=torch.float16)
-        weight, shift = torch.randn(2, 192, device=device, dtype=torch.float16)
+        weight, shift = torch.randn(2, 8, device=device, dtype=torch.float16)  # per channel
         calls["bias_norm"] = (
             lambda: oasr_norm.bias_norm(x, bias, log_scale),
             lambda: oasr_norm.twins.bias_norm(x, bias, log_scale),

@@ -80,6 +80,20 @@ def test_no_null_stream_launches():
     assert not offenders, f"launch on the caller's stream (DeviceScope::stream()): {offenders}"
 
 
+def test_graph_captures_name_their_stream():
+    """torch.cuda.graph without ``stream=`` captures on a stream torch made once, on the device
+    current at the first capture: a later capture for another device records an empty graph
+    (found on two H200s). Every capture in the repository names a stream of its device."""
+    offenders = []
+    for path in ROOT.rglob("*.py"):
+        if any(part.startswith(".") for part in path.relative_to(ROOT).parts):
+            continue
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            if "torch.cuda.graph(" in line and "stream=" not in line:
+                offenders.append(f"{path.relative_to(ROOT)}:{line_no}")
+    assert not offenders, f"torch.cuda.graph(...) without stream=: {offenders}"
+
+
 def test_test_files_have_unique_names_and_never_import_conftest():
     """Every package's tests run in one pytest process (prepend import mode): two test files (or
     helper modules) with one basename collide, and `from conftest import` gets whichever

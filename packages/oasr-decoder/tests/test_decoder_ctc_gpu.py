@@ -208,7 +208,7 @@ def test_streaming_64x16_in_a_graph():
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(side), torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):
         stream.accept(static, lengths)
     torch.cuda.current_stream().wait_stream(side)
     for chunk in chunks:
@@ -240,7 +240,7 @@ def test_streams_that_outgrow_a_graph_are_flagged_not_read():
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(side), torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):
         stream.accept(static, lengths)
     torch.cuda.current_stream().wait_stream(side)
     for chunk in chunks:  # 48 frames into pools sized for 16
@@ -279,7 +279,7 @@ def test_decoders_capture_in_a_graph():
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(side), torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):
         beam = dec.ctc_beam_search_decode(log_probs, lengths, beam_size=6, nbest=2)
         greedy = dec.ctc_greedy_decode(log_probs, lengths)
     torch.cuda.current_stream().wait_stream(side)

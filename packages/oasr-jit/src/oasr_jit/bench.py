@@ -262,7 +262,9 @@ def _capture(fn, sets: list, calls: int):
             fn(sets[0])
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # Name the stream: torch's default capture stream is made once, on whichever device was
+    # current then, and a later capture for another device would go to it (an empty graph).
+    with torch.cuda.graph(graph, stream=side):
         for idx in range(calls):
             fn(sets[idx % len(sets)])
     return graph
