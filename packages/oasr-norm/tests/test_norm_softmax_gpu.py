@@ -17,10 +17,11 @@ from oasr_norm import _jit, twins
 pytestmark = skip_unless_gpu()
 
 NEG_INF = float("-inf")
-# Widths: 1; 7 and 8195 (rows off 16 bytes: the scalar kernels); 64/80 (a group of 8/16 lanes
-# per row); ASR widths 192..1280 (a warp per row, 1..4 vectors a lane), 4096 and 8192 (a block per
-# row). Rows: 1, 3, 1000 (several rows per block, a partial last block).
-WIDTHS = [1, 7, 64, 80, 192, 256, 384, 512, 1280, 4096, 8192, 8195]
+# Widths: 1; 7 and 8195 (odd: the scalar kernels); 6, 250 and 1500 (2- and 4-element vectors:
+# attention rows of T 250 and 1500); 64/80 (a group of 8/16 lanes per row); ASR widths 192..1280
+# (a warp per row, 1..4 vectors a lane), 4096 and 8192 (a block per row). Rows: 1, 3, 1000
+# (several rows per block, a partial last block).
+WIDTHS = [1, 6, 7, 64, 80, 192, 250, 256, 384, 512, 1280, 1500, 4096, 8192, 8195]
 ROWS = [1, 3, 1000]
 # At the register capacity (16384 = 512 threads x 32 values), then past it: the two-pass
 # online kernel; 51865 is Whisper's vocabulary.
@@ -65,6 +66,8 @@ def test_strided_nd_and_in_place(op, dtype):
     views = {
         "channel_slice": wide[..., :256],
         "unaligned_start": wide[..., 1:257],
+        "start_off_by_2": wide[..., 2:258],  # 2-element vectors
+        "start_off_by_4": wide[..., 4:260],  # 4-element vectors (halves), 16 bytes (float)
         "row_slice": wide[:, ::2, :256],
         "ctc_btv": _randn(2, 125, 5000, dtype=dtype),  # [B, T, V]
         "empty": _randn(3, 0, 7, dtype=dtype),
