@@ -136,6 +136,18 @@ def test_ties_are_broken_by_token_sequence():
     assert got == want
 
 
+def test_signed_zeros_decode_as_the_reference():
+    """Rows holding -0.0 and +0.0 (the search orders tokens by integer keys made from the
+    floats' bits): the n-best equals the reference's, where the zeros are one value."""
+    gen = torch.Generator().manual_seed(3)
+    lp = -torch.rand(4, 200, generator=gen) * 5 - 1
+    lp[:, 7::9] = 0.0
+    lp[:, 3::9] = -0.0
+    for beam in (1, 3, 12):
+        case = dict(log_probs=lp, beam_size=beam, blank=0, nbest=beam, blank_skip_threshold=None)
+        _assert_same(_decode(case), _reference(case), case)
+
+
 def test_frames_are_the_first_frame_of_each_run():
     # blank blank 1 1 blank 2 2 2 blank 1: tokens 1 2 1 starting at frames 2, 5, 9
     path = [0, 0, 1, 1, 0, 2, 2, 2, 0, 1]

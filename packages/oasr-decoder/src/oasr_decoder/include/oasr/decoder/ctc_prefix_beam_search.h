@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -148,7 +149,7 @@ class CtcPrefixBeamSearch {
   // `first_chunk` (m) cost about one vectorized pass over V: the maxima of blocks of 16 or 32
   // tokens; theta, a value with at least m block maxima >= it (m distinct tokens, so every one of
   // the m best tokens is >= theta), at most a little below the m-th largest; the tokens >= theta
-  // (a few blocks' worth), partially sorted. A prefix that needs more tokens than that (rare) gets the whole
+  // (a few blocks' worth), sorted. A prefix that needs more tokens than that (rare) gets the whole
   // vocabulary, sorted in growing chunks.
   class FrameOrder {
    public:
@@ -159,7 +160,7 @@ class CtcPrefixBeamSearch {
       vocab_ = vocab;
       blank_ = blank;
       first_chunk_ = std::max<int64_t>(first_chunk, 1);
-      ids_.clear();
+      keys_.clear();
       sorted_ = 0;
       started_ = false;
       complete_ = false;
@@ -183,30 +184,38 @@ class CtcPrefixBeamSearch {
     // The i-th token, or -1 past the end.
     int32_t at(int64_t i) {
       if (!started_) take_top();
-      if (i < sorted_) return ids_[i];
+      if (i < sorted_) return key_id(keys_[i]);
       if (!complete_) {  // every non-blank token, sorted again from the start
-        ids_.clear();
+        keys_.clear();
         for (int32_t v = 0; v < vocab_; ++v) {
-          if (v != blank_) ids_.push_back(v);
+          if (v != blank_) keys_.push_back(key(v));
         }
         complete_ = true;
         sorted_ = 0;
       }
-      if (i >= static_cast<int64_t>(ids_.size())) return -1;
+      if (i >= static_cast<int64_t>(keys_.size())) return -1;
       sort_upto(std::max({i + 1, 2 * sorted_, first_chunk_}));
-      return ids_[i];
+      return key_id(keys_[i]);
     }
 
    private:
 
-    bool before(int32_t a, int32_t b) const {
-      return row_[a] != row_[b] ? row_[a] > row_[b] : a < b;
+    // Token v's place in the order (log-prob desc, id asc) as one integer, smaller first: the
+    // log-prob's order-preserving bits, inverted, above the id. -0.0 keys as +0.0 (they compare
+    // equal); the row holds no NaN (scan vetted it). Sorting these plain integers replaced a
+    // comparator that read the row twice per comparison (a tenth of the search's time).
+    uint64_t key(int32_t v) const {
+      const float value = row_[v] == 0.0f ? 0.0f : row_[v];
+      uint32_t bits;
+      std::memcpy(&bits, &value, sizeof(bits));
+      const uint32_t ascending = bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+      return static_cast<uint64_t>(~ascending) << 32 | static_cast<uint32_t>(v);
     }
+    static int32_t key_id(uint64_t k) { return static_cast<int32_t>(k & 0xffffffffu); }
 
     void sort_upto(int64_t n) {
-      const int64_t upto = std::min<int64_t>(n, static_cast<int64_t>(ids_.size()));
-      const auto before = [this](int32_t a, int32_t b) { return this->before(a, b); };
-      std::partial_sort(ids_.begin() + sorted_, ids_.begin() + upto, ids_.end(), before);
+      const int64_t upto = std::min<int64_t>(n, static_cast<int64_t>(keys_.size()));
+      std::partial_sort(keys_.begin() + sorted_, keys_.begin() + upto, keys_.end());
       sorted_ = upto;
     }
 
@@ -256,7 +265,7 @@ class CtcPrefixBeamSearch {
       const int64_t num_blocks = (vocab_ + block_ - 1) / block_;
       if (num_blocks <= first_chunk_) {  // small vocabulary: every token
         for (int32_t v = 0; v < vocab_; ++v) {
-          if (v != blank_) ids_.push_back(v);
+          if (v != blank_) keys_.push_back(key(v));
         }
         complete_ = true;
         sort_upto(first_chunk_);
@@ -266,18 +275,33 @@ class CtcPrefixBeamSearch {
       for (int64_t b = 0; b < num_blocks; ++b) {
         if (block_max_[b] < theta) continue;
         const int64_t lo = b * block_, hi = std::min<int64_t>(lo + block_, vocab_);
-        for (int64_t v = lo; v < hi; ++v) {
-          if (row_[v] >= theta && v != blank_) ids_.push_back(static_cast<int32_t>(v));
+        int64_t v = lo;
+#if defined(__SSE2__)
+        // Four tokens per compare; most lanes of a block fall below theta.
+        const __m128 theta4 = _mm_set1_ps(theta);
+        for (; v + 4 <= hi; v += 4) {
+          for (int m = _mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(row_ + v), theta4)); m != 0;
+               m &= m - 1) {
+            const int32_t u = static_cast<int32_t>(v) + __builtin_ctz(m);
+            if (u != blank_) keys_.push_back(key(u));
+          }
+        }
+#endif
+        for (; v < hi; ++v) {
+          if (row_[v] >= theta && v != blank_) keys_.push_back(key(static_cast<int32_t>(v)));
         }
       }
-      sort_upto(first_chunk_);
+      // They are every token >= theta, so the first tokens of the order: a few dozen, sorted
+      // whole (faster than a partial sort's heap at this size).
+      std::sort(keys_.begin(), keys_.end());
+      sorted_ = static_cast<int64_t>(keys_.size());
     }
 
     const float* row_ = nullptr;
     int64_t vocab_ = 0;
     int32_t blank_ = 0;
     int64_t first_chunk_ = 1;
-    std::vector<int32_t> ids_;
+    std::vector<uint64_t> keys_;  // key(v) of the tokens found so far, the first sorted_ sorted
     int64_t block_ = 16;  // tokens per block of this frame
     std::vector<float> block_max_;
     std::vector<int8_t> bins_;  // select_threshold's scratch
