@@ -126,23 +126,22 @@ struct StreamPools {
     }
   }
 
-  // The node of seq(parent_node) + [tok], created when new (next id from *num_nodes); -1 when
-  // the pool is full.
-  OASR_DEVICE int32_t child(int32_t parent_node, int32_t tok, int32_t* num_nodes) const {
+  // The node of seq(parent_node) + [tok] (of depth `child_depth`), created when new (next id
+  // from *num_nodes); -1 when the pool is full.
+  //
+  // Each probe is one round trip: a compare-and-swap that claims a free slot for the key, with
+  // the slot's value loaded alongside. No two threads of a frame look for the same key (they
+  // build distinct sequences), so a key found was inserted in an earlier frame, behind a
+  // barrier, and the value loaded with it is its node.
+  OASR_DEVICE int32_t child(int32_t parent_node, int32_t tok, int32_t child_depth,
+                            int32_t* num_nodes) const {
     const unsigned long long key =
         (static_cast<unsigned long long>(parent_node) << 32) | static_cast<uint32_t>(tok);
     for (uint64_t h = mix64(key) & slot_mask;; h = (h + 1) & slot_mask) {
-      unsigned long long k = keys[h];
-      if (k == key) return values[h];
-      if (k != kEmptyKey) continue;
-      // A free slot ends the probe: the key is absent. Claim the slot (another thread of the
-      // CTA may take it first for another key: then probe on). No two threads of a frame look
-      // for the same key: they build distinct sequences.
-      k = atomicCAS(&keys[h], kEmptyKey, key);
-      if (k != kEmptyKey) {
-        if (k == key) return values[h];
-        continue;
-      }
+      const int32_t value = values[h];
+      const unsigned long long k = atomicCAS(&keys[h], kEmptyKey, key);
+      if (k == key) return value;
+      if (k != kEmptyKey) continue;  // another key's slot (or claimed first by another thread)
       const int32_t id = atomicAdd(num_nodes, 1);
       if (id >= capacity) {
         values[h] = -1;
@@ -150,7 +149,7 @@ struct StreamPools {
       }
       token[id] = tok;
       this->parent[id] = parent_node;
-      depth[id] = depth[parent_node] + 1;
+      depth[id] = child_depth;
       values[h] = id;
       return id;
     }
@@ -240,11 +239,11 @@ template <int kThreads>
 struct AdvanceSmem {
   // the beam, double buffered: [buffer][entry]
   double pb[2][kMaxBeam], pnb[2][kMaxBeam], vb[2][kMaxBeam], vnb[2][kMaxBeam];
+  double acoustic[2][kMaxBeam];  // lse(pb, pnb): the candidate's score that made the entry
+  double l_last[2][kMaxBeam];    // log_probs[frame, last token], loaded a frame ahead
   int32_t node[2][kMaxBeam], chain_b[2][kMaxBeam], chain_nb[2][kMaxBeam];
-  int32_t last[2][kMaxBeam], parent_node[2][kMaxBeam];
+  int32_t last[2][kMaxBeam], parent_node[2][kMaxBeam], depth[2][kMaxBeam];
   // per frame
-  double acoustic[kMaxBeam];
-  double l_last[kMaxBeam];
   int32_t parent_idx[kMaxBeam];
   uint32_t children[kMaxBeam];  // bit e: entry e's prefix is this entry
   int32_t top_id[kMaxTop];
@@ -297,9 +296,11 @@ __global__ void __launch_bounds__(kThreads)
     sm.node[0][tid] = n;
     sm.chain_b[0][tid] = entries[beam + tid];
     sm.chain_nb[0][tid] = entries[2 * beam + tid];
+    sm.acoustic[0][tid] = log_add_exp(sm.pb[0][tid], sm.pnb[0][tid]);
     if (n >= 0 && n < pools.capacity) {
       sm.last[0][tid] = pools.token[n];
       sm.parent_node[0][tid] = pools.parent[n];
+      sm.depth[0][tid] = pools.depth[n];
     }
   }
   __syncthreads();
@@ -322,6 +323,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
   if (len > 0) load_frame(0);
+  // sm.l_last[cur] holds frame l_last_frame's values (uniform: every thread updates it)
+  int32_t l_last_frame = -1;
   for (int32_t t = 0; t < len && sm.status == 0; ++t) {
     // The frame's largest value (NaN counts as largest in the top-k order) vets the row.
     if (isnan(pre_top0) || pre_top0 == INFINITY) {
@@ -343,9 +346,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (tid < nb) {
       const int32_t i = tid;
-      sm.acoustic[i] = log_add_exp(sm.pb[cur][i], sm.pnb[cur][i]);
-      sm.l_last[i] = sm.node[cur][i] != 0 ? static_cast<double>(to_float(row_lp[sm.last[cur][i]]))
-                                         : -INFINITY;
+      if (l_last_frame != t) {  // the first frame, or one after skipped frames
+        sm.l_last[cur][i] = sm.node[cur][i] != 0
+                                ? static_cast<double>(to_float(row_lp[sm.last[cur][i]]))
+                                : -INFINITY;
+      }
       int32_t p = -1;
       uint32_t children = 0;
       for (int32_t j = 0; j < nb; ++j) {
@@ -366,7 +371,7 @@ __global__ void __launch_bounds__(kThreads)
     double bar = -INFINITY;
     if (nb == beam) {
       bar = INFINITY;
-      for (int32_t i = 0; i < nb; ++i) bar = fmin(bar, sm.acoustic[i] + l_blank);
+      for (int32_t i = 0; i < nb; ++i) bar = fmin(bar, sm.acoustic[cur][i] + l_blank);
     }
 
     // Specials: the stay and the repeat extension of each entry.
@@ -376,11 +381,11 @@ __global__ void __launch_bounds__(kThreads)
       const int32_t n = sm.node[cur][i];
       const double pb = sm.pb[cur][i], pnb = sm.pnb[cur][i];
       const double vb = sm.vb[cur][i], vnb = sm.vnb[cur][i];
-      const double l = sm.l_last[i];
+      const double l = sm.l_last[cur][i];
       bool valid = false;
       if (stay) {
         const bool vb_from_nb = vnb >= vb;
-        const double new_pb = sm.acoustic[i] + l_blank;
+        const double new_pb = sm.acoustic[cur][i] + l_blank;
         const double new_vb = (vb_from_nb ? vnb : vb) + l_blank;
         double stay_p = -INFINITY, stay_v = -INFINITY, ext = -INFINITY, ext_v = -INFINITY;
         int32_t ext_chain = -1;
@@ -394,7 +399,7 @@ __global__ void __launch_bounds__(kThreads)
               ext_v = sm.vb[cur][p] + l;
               ext_chain = sm.chain_b[cur][p];
             } else {
-              ext = sm.acoustic[p] + l;
+              ext = sm.acoustic[cur][p] + l;
               const bool from_nb = sm.vnb[cur][p] >= sm.vb[cur][p];
               ext_v = (from_nb ? sm.vnb[cur][p] : sm.vb[cur][p]) + l;
               ext_chain = from_nb ? sm.chain_nb[cur][p] : sm.chain_b[cur][p];
@@ -439,7 +444,7 @@ __global__ void __launch_bounds__(kThreads)
     // extension scores at least the bar (the order is by l: once below, all later are).
     for (int32_t y = warp; y < nb; y += kWarps) {
       const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
-      const double base = sm.acoustic[y];
+      const double base = sm.acoustic[cur][y];
       int32_t count = 0;
       bool below = false;
       for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
@@ -524,19 +529,24 @@ __global__ void __launch_bounds__(kThreads)
       }
       if (rank >= beam) continue;
 
-      // The new entry at slot `rank`.
+      // The new entry at slot `rank`. Its log-prob at frame t + 1 is loaded here, where the
+      // load's latency hides behind the other threads' node lookups, not at the top of the
+      // next frame.
       const int32_t r = rank;
-      double pb, pnb, vb, vnb;
-      int32_t node, chain_b, chain_parent, last, parent_node;
+      const T* next_row = row_lp + in.stride_frame;  // frame t + 1, read when t + 1 < len
+      double pb, pnb, vb, vnb, l_next = -INFINITY;
+      int32_t node, chain_b, chain_parent, last, parent_node, depth;
       bool new_link;
       if (list_pos < 0 && x % 2 == 0) {  // stay
+        node = sm.node[cur][y];
+        last = sm.last[cur][y];
+        if (t + 1 < len && node != 0) l_next = to_float(next_row[last]);
         pb = sm.sp_pb[x];
         pnb = sm.sp_pnb[x];
         vb = sm.sp_vb[x];
         vnb = sm.sp_vnb[x];
-        node = sm.node[cur][y];
-        last = sm.last[cur][y];
         parent_node = sm.parent_node[cur][y];
+        depth = sm.depth[cur][y];
         chain_b = sm.sp_chain_b[x];
         new_link = sm.sp_vnb_new[x];
         chain_parent = sm.sp_chain_parent[x];
@@ -551,13 +561,15 @@ __global__ void __launch_bounds__(kThreads)
           vnb = (from_nb ? sm.vnb[cur][y] : sm.vb[cur][y]) + sm.ext_l[y][list_pos];
           chain_parent = from_nb ? sm.chain_nb[cur][y] : sm.chain_b[cur][y];
         }
+        last = e;
+        if (t + 1 < len) l_next = to_float(next_row[last]);
         pb = -INFINITY;
         vb = -INFINITY;
         chain_b = -1;
         new_link = true;
         parent_node = sm.node[cur][y];
-        last = e;
-        node = pools.child(parent_node, e, &sm.num_nodes);
+        depth = sm.depth[cur][y] + 1;
+        node = pools.child(parent_node, e, depth, &sm.num_nodes);
         if (node < 0) atomicOr(&sm.status, static_cast<int32_t>(kOutOfCapacity));
       }
       int32_t chain_nb = chain_parent;
@@ -575,15 +587,20 @@ __global__ void __launch_bounds__(kThreads)
       sm.pnb[nxt][r] = pnb;
       sm.vb[nxt][r] = vb;
       sm.vnb[nxt][r] = vnb;
+      // lse(pb, pnb), as the candidate was scored (an extension's pb is -inf: lse = pnb)
+      sm.acoustic[nxt][r] = score;
+      sm.l_last[nxt][r] = l_next;
       sm.node[nxt][r] = node;
       sm.last[nxt][r] = last;
       sm.parent_node[nxt][r] = parent_node;
+      sm.depth[nxt][r] = depth;
       sm.chain_b[nxt][r] = chain_b;
       sm.chain_nb[nxt][r] = chain_nb;
     }
     __syncthreads();
     cur = nxt;
     nb = nb_next;
+    l_last_frame = t + 1;
   }
 
   // Store the state back.
