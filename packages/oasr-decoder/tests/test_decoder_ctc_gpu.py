@@ -210,16 +210,17 @@ def test_streaming_64x16_in_a_graph():
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
         stream.accept(static, lengths)
+        captured = stream.result(check=False)  # room for max_frames tokens
     torch.cuda.current_stream().wait_stream(side)
     for chunk in chunks:
         static.copy_(chunk)
         graph.replay()
     torch.cuda.synchronize()
-    # the host did not count the replays: read every frame the state holds
-    stream._frames = [3 * C] * S
-    got = stream.result().to_hypotheses()
+    assert [stream.num_frames(s) for s in range(S)] == [3 * C] * S  # counted on the device
     want = dec.ctc_prefix_beam_search(torch.cat(chunks, 1).cpu(), beam_size=10)
-    _assert_same_hyps(got, want, "graph")
+    _assert_same_hyps(stream.result().to_hypotheses(), want, "graph")
+    assert captured.tokens.shape[-1] == 64
+    _assert_same_hyps(captured.to_hypotheses(), want, "result captured in the graph")
 
 
 def test_streams_that_outgrow_a_graph_are_flagged_not_read():
@@ -247,7 +248,7 @@ def test_streams_that_outgrow_a_graph_are_flagged_not_read():
         static.copy_(chunk)
         graph.replay()
     torch.cuda.synchronize()
-    stream._frames = [3 * C, 3 * C, 0]  # the host did not count the replays
+    assert [stream.num_frames(s) for s in range(S)] == [3 * C, 3 * C, 0]
     _poison_allocator()
     out = stream.result(check=False)
     assert out.status.tolist()[2] == 0

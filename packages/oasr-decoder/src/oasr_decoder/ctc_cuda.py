@@ -43,6 +43,8 @@ MAX_BEAM = 32  # kMaxBeam of ctc_cuda.cuh
 
 # status bits (ctc_cuda.cuh, StatusBit)
 _BAD_LOG_PROB, _OUT_OF_CAPACITY, _BAD_LENGTH, _BAD_STREAM = 1, 2, 4, 8
+#: ctc_cuda.cuh's counters[s, kNumFrames]: frames fed to stream s since its reset
+_COUNTER_FRAMES = 3
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -384,6 +386,11 @@ class GpuStreamingDecoder:
     so give ``max_frames`` for the longest stream you will capture over; a stream that outgrows
     it is flagged and `result` raises. `reset` frees a stream for a new utterance.
 
+    Graphs: the host cannot count the frames that replays of a captured `accept` feed, so once
+    a chunk has been captured, eager `accept` and `result` read the streams' frame counts from
+    the device (one small copy each). A captured `result` returns ``max_frames`` tokens of room
+    per hypothesis.
+
     Parameters
     ----------
     num_streams : S.
@@ -427,6 +434,7 @@ class GpuStreamingDecoder:
         self.num_streams = num_streams
         self.vocab: int | None = None
         self._frames = [0] * num_streams  # frames fed per stream (an upper bound)
+        self._frames_on_host = True  # False once a chunk was captured: replays feed uncounted
         self._top = None  # the top-k buffers of the last chunk shape, reused
         self._state = _BeamState(
             num_streams, self.beam_size, max_frames * self.beam_size + 1, self.device
@@ -461,6 +469,11 @@ class GpuStreamingDecoder:
             )
         return ids, torch.tensor(ids, dtype=torch.int32, device=self.device)
 
+    def _sync_frames(self) -> None:
+        """The frame counts from the device, where graph replays may have fed frames."""
+        if not self._frames_on_host and not _capturing():
+            self._frames = self._state.counters[:, _COUNTER_FRAMES].tolist()
+
     def accept(
         self, log_probs: torch.Tensor, lengths=None, streams: Sequence[int] | None = None
     ) -> None:
@@ -481,6 +494,9 @@ class GpuStreamingDecoder:
         device_lengths = _device_lengths(lengths, rows, chunk_frames, self.device)
         if chunk_frames == 0 or rows == 0:
             return
+        self._sync_frames()
+        if _capturing():
+            self._frames_on_host = False
         need = max(self._frames) if device_ids is None else max(self._frames[s] for s in ids)
         need += chunk_frames
         if need * self.beam_size + 1 > self._state.capacity:
@@ -514,7 +530,11 @@ class GpuStreamingDecoder:
     ) -> CtcDecodeResult:
         """The n-best of each stream (or of the listed ones) so far, best first."""
         ids, device_ids = self._stream_ids(streams, None)
-        max_len = max((self._frames[s] for s in ids), default=0)
+        self._sync_frames()
+        if _capturing():  # sized for what the pools hold, whatever the replays will have fed
+            max_len = (self._state.capacity - 1) // self.beam_size
+        else:
+            max_len = max((self._frames[s] for s in ids), default=0)
         out = self._state.result(self.nbest, max_len, device_ids)
         if check and not _capturing():
             _raise_on_status(out.status.cpu(), "stream")
@@ -528,8 +548,11 @@ class GpuStreamingDecoder:
             self._frames[s] = 0
 
     def num_frames(self, stream: int) -> int:
-        """Frames fed to a stream since its last reset (as counted on the host)."""
-        return self._frames[as_int(stream, "stream")]
+        """Frames fed to a stream since its last reset (read from the device once a chunk was
+        captured in a graph)."""
+        stream = as_int(stream, "stream")
+        self._sync_frames()
+        return self._frames[stream]
 
     def __repr__(self) -> str:
         return (
