@@ -1,0 +1,26 @@
+"""oasr-gemm: GEMMs with fused epilogues for speech models (sm90: CUTLASS 3.x, TMA + wgmma).
+
+`gemm(A, B, C=None)` computes A · Bᵀ (+ bias or matrix C), `gemm_activation` adds an activation
+in the epilogue; fp16 and bf16 CUDA tensors, B in the ``nn.Linear`` weight layout. Which kernel
+runs is `select_default_config`'s choice (the tuning database, then the default config). The
+twins (`oasr_gemm.twins`) run the same contract through PyTorch.
+
+Submodules are imported on first use: the JIT core imports the registration (`oasr_gemm._family`)
+to list the family, and that must not import torch.
+"""
+
+from __future__ import annotations
+
+from oasr_jit.families import lazy_package
+
+from ._version import __version__  # noqa: F401
+
+_OPS = {
+    **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
+    **dict.fromkeys(
+        ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"
+    ),
+}
+_SUBMODULES = ("configs", "twins", "selection")
+
+__getattr__, __dir__, __all__ = lazy_package(__name__, _OPS, _SUBMODULES)

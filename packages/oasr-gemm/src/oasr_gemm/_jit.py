@@ -1,0 +1,82 @@
+"""JIT generators of the GEMM family: one rendered translation unit per (config, dtype).
+
+    oasr_gemm          the production module: the default config and the basis, fp16 and bf16
+    oasr_gemm_tune_<c> one tuning config (built when a tuning run or a tuning entry asks for it)
+
+nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
+minute and 4 GB (the build's job limit knows: ``use_cutlass``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from oasr_jit import JitSpec, gen_jinja_jit_spec
+
+from .configs import GemmConfig, production_configs
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+INCLUDE_DIR = PACKAGE_DIR / "include"
+CSRC_DIR = PACKAGE_DIR / "csrc"
+TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm90.cu.jinja"
+
+#: dtype tag -> CUTLASS element type
+DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
+PRODUCTION_MODULE = "oasr_gemm"
+
+
+def function_name(config: GemmConfig, dtype: str) -> str:
+    """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``."""
+    return f"gemm_{dtype}_{config.id}"
+
+
+def render_context(config: GemmConfig, dtype: str) -> dict:
+    return {
+        "config_id": config.id,
+        "dtype": dtype,
+        "ctype": DTYPES[dtype],
+        "function": function_name(config, dtype),
+        "tile_m": config.tile_m,
+        "tile_n": config.tile_n,
+        "tile_k": config.tile_k,
+        "cluster_m": config.cluster_m,
+        "cluster_n": config.cluster_n,
+        "cooperative": "true" if config.schedule == "cooperative" else "false",
+    }
+
+
+def gen_gemm_module(name: str, configs: list[GemmConfig], dtypes=tuple(DTYPES)) -> JitSpec:
+    templates = [
+        (f"gemm_{dtype}_{c.id}.cu", TEMPLATE, render_context(c, dtype))
+        for c in configs
+        for dtype in dtypes
+    ]
+    return gen_jinja_jit_spec(
+        name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
+    )
+
+
+def gen_production_module() -> JitSpec:
+    return gen_gemm_module(PRODUCTION_MODULE, production_configs())
+
+
+def gen_tuning_module(config: GemmConfig) -> JitSpec:
+    return gen_gemm_module(f"oasr_gemm_tune_{config.id}", [config])
+
+
+def production_specs(arch) -> list[JitSpec]:
+    """The modules `oasr jit prebuild` builds: the production module (sm90 only)."""
+    if arch is not None and getattr(arch, "major", 9) != 9:
+        return []
+    return [gen_production_module()]
+
+
+@functools.cache
+def production_module():
+    return gen_production_module().build_and_load()
+
+
+@functools.cache
+def tuning_module(config: GemmConfig):
+    return gen_tuning_module(config).build_and_load()

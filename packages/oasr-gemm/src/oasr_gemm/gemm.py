@@ -1,0 +1,198 @@
+"""`gemm` and `gemm_activation`: D = act(A · Bᵀ + C) on the sm90 TMA + wgmma kernels.
+
+A is ``[..., K]`` (its leading dims flattened into M rows, without a copy), B is ``[N, K]`` (the
+``nn.Linear`` weight), C is a per-column bias ``[N]`` or a full matrix shaped like the output,
+fp16 or bf16 throughout, fp32 accumulation. The output is ``[..., N]``, new or ``out=``.
+
+The kernels read A, B and C with TMA: each needs a unit stride along K (N for C), a 16-byte
+aligned start and a row stride that is a multiple of 8 elements. So K and N must be multiples of
+8; anything else raises ValueError naming the fix (pad the weight, or ``backend="torch"``). Nothing
+falls back to PyTorch silently: ``backend="auto"`` (the default) runs what `select_default_config`
+chose, which is PyTorch only where the tuning data or the M rule say it is faster; "oasr" forces
+the kernels (the selected config, or the default); "torch" runs the twin.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import tvm_ffi
+
+from oasr_jit import oasr_api
+
+from . import _jit, twins
+from .configs import DEFAULT, GemmConfig, production_configs
+from .selection import select_default_config
+
+log = logging.getLogger("oasr_gemm")
+
+#: activation name -> the kernel's code (gemm_activation.cuh, enum Activation)
+ACTIVATIONS = {"identity": 0, "relu": 1, "swish": 2, "gelu": 3, "gelu_tanh": 4}
+BACKENDS = ("auto", "oasr", "torch")
+_DTYPE_TAGS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+@tvm_ffi.register_error("VariantUnsupportedError")
+class VariantUnsupportedError(ValueError):
+    """A kernel variant cannot implement a problem (raised before anything is launched)."""
+
+
+# (config id, dtype, M, N, K) a variant refused: later calls of the shape take the default
+_unsupported: set[tuple] = set()
+
+
+def _check_operand(t, name: str, dtype=None) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if dtype is None:
+        if t.dtype not in _DTYPE_TAGS:
+            raise TypeError(f"{name} has dtype {t.dtype}; the GEMM takes float16 or bfloat16")
+    elif t.dtype != dtype:
+        raise TypeError(f"{name} has dtype {t.dtype} but A has {dtype}; cast it with .to()")
+
+
+def _rows(t: torch.Tensor, name: str) -> torch.Tensor:
+    """t [..., C] as [rows, C] without a copy, or ValueError naming the fix."""
+    try:
+        return t.view(-1, t.shape[-1]) if t.dim() != 2 else t
+    except RuntimeError:
+        raise ValueError(
+            f"{name} {tuple(t.shape)} (strides {t.stride()}) cannot be seen as rows without a "
+            f"copy; pass {name}.contiguous()"
+        ) from None
+
+
+def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
+    """A 2-D operand TMA can read: unit last stride, 16-byte start and row stride."""
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        raise ValueError(f"{name} needs a contiguous last dim; pass {name}.contiguous()")
+    if t.shape[-1] % 8 != 0:
+        raise ValueError(
+            f"{name}'s {what} = {t.shape[-1]} is not a multiple of 8, which the tensor-core "
+            f"kernels need (16-byte rows); pad it to a multiple of 8 or use backend='torch'"
+        )
+    if (t.shape[0] > 1 and t.stride(0) % 8 != 0) or t.data_ptr() % 16 != 0:
+        raise ValueError(
+            f"{name} (strides {t.stride()}) does not start on 16 bytes or its row stride is not "
+            f"a multiple of 8 elements; pass {name}.contiguous()"
+        )
+
+
+def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, code: int) -> None:
+    module = (
+        _jit.production_module() if config in production_configs() else _jit.tuning_module(config)
+    )
+    fn = getattr(module, _jit.function_name(config, _DTYPE_TAGS[dtype]))
+    fn(out2d, a2d, b, bias, c2d, code)
+
+
+def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    _check_operand(A, "A")
+    _check_operand(B, "B", A.dtype)
+    if A.dim() < 1 or B.dim() != 2:
+        raise ValueError(f"A must be [..., K] and B [N, K]; got {tuple(A.shape)}, {tuple(B.shape)}")
+    if B.device != A.device:
+        raise ValueError(f"B is on {B.device} but A is on {A.device}; move it to {A.device}")
+    N, K = B.shape
+    if A.shape[-1] != K:
+        raise ValueError(
+            f"A {tuple(A.shape)} and B {tuple(B.shape)} differ in K (B is [N, K], the nn.Linear "
+            "weight layout)"
+        )
+    out_shape = (*A.shape[:-1], N)
+    if C is not None:
+        _check_operand(C, "C", A.dtype)
+        if C.device != A.device:
+            raise ValueError(f"C is on {C.device} but A is on {A.device}; move it to {A.device}")
+        if C.dim() == 1:
+            if C.shape[0] != N:
+                raise ValueError(f"bias C has {C.shape[0]} entries, B has N = {N} rows")
+        elif tuple(C.shape) != out_shape:
+            raise ValueError(
+                f"C {tuple(C.shape)} is neither a bias [{N}] nor the output's shape {out_shape}"
+            )
+    if out is not None:
+        _check_operand(out, "out", A.dtype)
+        if tuple(out.shape) != out_shape or out.device != A.device or not out.is_contiguous():
+            raise ValueError(
+                f"out must be a contiguous {out_shape} tensor on {A.device}; got "
+                f"{tuple(out.shape)} on {out.device}"
+            )
+    if backend == "torch":
+        return twins.gemm_activation(A, B, C, activation=activation, out=out)
+    if A.device.type != "cuda":
+        raise ValueError(
+            f"A is on {A.device}; the GEMM kernels need CUDA tensors (backend='torch' runs the "
+            "PyTorch twin anywhere)"
+        )
+
+    a2d = _rows(A, "A")
+    M = a2d.shape[0]
+    selection = select_default_config(op, M, N, K, A.dtype, batch_invariant=batch_invariant)
+    if selection.config is None and backend == "auto":
+        return twins.gemm_activation(A, B, C, activation=activation, out=out)
+    config = selection.config or DEFAULT
+    if M and N and K:
+        _check_tma(a2d, "A", "K")
+        _check_tma(B, "B", "K")
+    bias = C if C is not None and C.dim() == 1 else None
+    c2d = _rows(C, "C") if C is not None and C.dim() != 1 else None
+    if c2d is not None and M and N:
+        _check_tma(c2d, "C", "N")
+    if out is None:
+        out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
+    out2d = out.view(-1, N)
+    if M and N and K == 0:
+        raise ValueError("K is 0: the product is empty; use backend='torch' for D = C")
+    code = ACTIVATIONS[activation]
+    key = (config.id, A.dtype, M, N, K)
+    if config != DEFAULT and key in _unsupported:
+        config = DEFAULT
+    try:
+        _run(config, A.dtype, out2d, a2d, B, bias, c2d, code)
+    except VariantUnsupportedError:
+        if config == DEFAULT:
+            raise
+        _unsupported.add(key)
+        log.info("oasr-gemm: %s cannot run M=%d N=%d K=%d; using the default", config.id, M, N, K)
+        _run(DEFAULT, A.dtype, out2d, a2d, B, bias, c2d, code)
+    return out
+
+
+@oasr_api
+def gemm(
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor | None = None,
+    *,
+    out: torch.Tensor | None = None,
+    batch_invariant: bool = False,
+    backend: str = "auto",
+) -> torch.Tensor:
+    """D = A · Bᵀ (+ C): A [..., K], B [N, K], C a bias [N] or a matrix [..., N]; fp16 / bf16.
+
+    ``batch_invariant=True`` runs one config for every M, so each row of D is bitwise the same
+    whatever the other rows are. ``backend``: "auto", "oasr" or "torch" (module docstring).
+    """
+    return _gemm(A, B, C, "identity", out, batch_invariant, backend, "gemm")
+
+
+@oasr_api
+def gemm_activation(
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor | None = None,
+    *,
+    activation: str = "swish",
+    out: torch.Tensor | None = None,
+    batch_invariant: bool = False,
+    backend: str = "auto",
+) -> torch.Tensor:
+    """D = act(A · Bᵀ + C), the bias and the activation applied in the epilogue (fp32):
+    ``activation`` is "identity", "relu", "swish", "gelu" (exact erf) or "gelu_tanh"."""
+    return _gemm(A, B, C, activation, out, batch_invariant, backend, "gemm_activation")

@@ -1,0 +1,112 @@
+// The sm90 GEMM of one config: CUTLASS 3.x collective builders over TMA and wgmma.
+//
+//   D[M, N] = act(A[M, K] · B[N, K]ᵀ + C + bias[N])
+//
+// A and B row-major with their own row strides (B is nn.Linear's weight: column-major K x N to
+// CUTLASS), C (optional, a full matrix with its own row stride) and D row-major, bias per column
+// (broadcast over rows; null: none), fp32 accumulation and epilogue, activation chosen at run time
+// (gemm_activation.cuh). Without C the epilogue's beta is 0 and C is not read (D stands in for
+// its pointer). The config (tile, cluster, schedule) is a template argument: each rendered
+// translation unit instantiates one (templates/gemm_sm90.cu.jinja).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/epilogue/fusion/operations.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+
+#include "oasr/gemm/gemm_activation.cuh"
+
+namespace oasr::gemm {
+
+// One problem, in elements. Row strides are multiples of 8 (16 bytes: TMA), pointers 16-byte
+// aligned; the launcher checked both.
+template <typename T>
+struct GemmProblem {
+  const T* a;
+  const T* b;
+  const T* c;     // or null
+  const T* bias;  // [N] or null
+  T* d;
+  int m, n, k;
+  int64_t lda, ldb, ldc, ldd;
+  int activation;  // Activation
+};
+
+// The result of a launch attempt: kUnsupported when the config cannot implement the problem
+// (nothing was launched), else the CUDA status.
+enum class LaunchResult { kOk, kUnsupported, kCudaError };
+
+template <typename T, int kTileM, int kTileN, int kTileK, int kClusterM, int kClusterN,
+          bool kCooperative>
+struct Sm90Gemm {
+  using Element = T;
+  static constexpr int kAlign = 16 / sizeof(T);
+  using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
+  using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::Int<kClusterN>, cute::_1>;
+  using KernelSchedule =
+      std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                         cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+  using EpilogueSchedule =
+      std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                         cutlass::epilogue::TmaWarpSpecialized>;
+  using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<
+      RuntimeActivation, T, float, /*ElementBias=*/T, /*ElementSource=*/T, /*ElementScalar=*/float>;
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, T, cutlass::layout::RowMajor,
+      kAlign, T, cutlass::layout::RowMajor, kAlign, EpilogueSchedule, Fusion>::CollectiveOp;
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, cutlass::layout::RowMajor, kAlign, T,
+      cutlass::layout::ColumnMajor, kAlign, float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>,
+                                                      CollectiveMainloop, CollectiveEpilogue>;
+  using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+  static typename Adapter::Arguments arguments(const GemmProblem<T>& p) {
+    using StrideA = typename Kernel::StrideA;
+    using StrideB = typename Kernel::StrideB;
+    using StrideC = typename Kernel::StrideC;
+    using StrideD = typename Kernel::StrideD;
+    // (row, col, batch) strides: the row stride is dynamic, the unit stride static
+    StrideA stride_a{p.lda, cute::Int<1>{}, int64_t(0)};
+    StrideB stride_b{p.ldb, cute::Int<1>{}, int64_t(0)};
+    StrideC stride_c{p.c ? p.ldc : p.ldd, cute::Int<1>{}, int64_t(0)};
+    StrideD stride_d{p.ldd, cute::Int<1>{}, int64_t(0)};
+    typename Adapter::Arguments args{
+        cutlass::gemm::GemmUniversalMode::kGemm,
+        {p.m, p.n, p.k, 1},
+        {p.a, stride_a, p.b, stride_b},
+        {{}, p.c ? p.c : p.d, stride_c, p.d, stride_d}};
+    auto& fusion = args.epilogue.thread;
+    fusion.alpha = 1.0f;
+    fusion.beta = p.c ? 1.0f : 0.0f;
+    fusion.bias_ptr = p.bias;
+    fusion.activation.kind = p.activation;
+    return args;
+  }
+
+  static LaunchResult run(const GemmProblem<T>& p, cudaStream_t stream) {
+    Adapter gemm;
+    const typename Adapter::Arguments args = arguments(p);
+    if (gemm.can_implement(args) != cutlass::Status::kSuccess) return LaunchResult::kUnsupported;
+    // The persistent data-parallel scheduler needs no workspace; a config that did would need
+    // the caller to pass one.
+    if (Adapter::get_workspace_size(args) != 0) return LaunchResult::kUnsupported;
+    if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {
+      return LaunchResult::kCudaError;
+    }
+    return gemm.run(stream) == cutlass::Status::kSuccess ? LaunchResult::kOk
+                                                         : LaunchResult::kCudaError;
+  }
+};
+
+}  // namespace oasr::gemm

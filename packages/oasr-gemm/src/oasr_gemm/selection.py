@@ -1,0 +1,117 @@
+"""Which kernel runs a GEMM: a pure function of the call and the tuning snapshot.
+
+    select_default_config(op, M, N, K, dtype) -> Selection
+
+1. ``batch_invariant``: the default config, whatever M (rows bitwise independent of M).
+2. ``OASR_GEMM_HEURISTIC=0``: the default config (no tuning data is read).
+3. M below `GEMM_MIN_ROWS`: PyTorch (cuBLAS), where a tensor-core tile would run mostly empty.
+4. The tuning database (`oasr_jit.tuning`): the user tier, then the shipped system tier
+   (``tune_db/sm90/gemm.json``), keyed ``gemm|op=<op>|dt=<dtype>|N=<N>|K=<K>`` with regions of M
+   that round up; a config id, or the sentinels ``default`` / ``torch``.
+5. Otherwise the default config.
+
+Every tier is counted (`tier_counts`), and the signatures that reached the default are listed by
+`rule_miss_report()`. The snapshot changes only on `oasr_jit.tuning.reload()`, so an eager call
+and a CUDA graph captured later run the same kernel.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from oasr_jit.tuning import TuningDB
+
+from .configs import DEFAULT, LANE, GemmConfig, reject_reason
+
+log = logging.getLogger("oasr_gemm")
+
+#: M below this goes to PyTorch. 1: nothing does until the crossover is measured on the H200
+#: (the tensor-core tile is 64 or 128 rows; cuBLAS has GEMV-like kernels for a few rows).
+GEMM_MIN_ROWS = 1
+OPS = ("gemm", "gemm_activation")
+SYSTEM_DB_DIR = Path(__file__).resolve().parent / "tune_db"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A config to run (or ``torch``: the PyTorch twin), and where the choice came from:
+    ``user`` / ``system`` (the tuning tiers), ``default``, ``rule`` (GEMM_MIN_ROWS),
+    ``batch_invariant`` or ``heuristic_off``."""
+
+    config: GemmConfig | None  # None: the PyTorch twin
+    tier: str
+
+    @property
+    def backend(self) -> str:
+        return "torch" if self.config is None else "oasr"
+
+
+_db = TuningDB("gemm", "sm90", SYSTEM_DB_DIR, lane=LANE)
+_rule_counts: dict[str, int] = {}
+
+
+def _heuristic_enabled() -> bool:
+    return os.environ.get("OASR_GEMM_HEURISTIC", "1").strip() not in ("0", "off", "false")
+
+
+def _count(tier: str) -> None:
+    _rule_counts[tier] = _rule_counts.get(tier, 0) + 1
+
+
+def select_default_config(
+    op: str, M: int, N: int, K: int, dtype, *, batch_invariant: bool = False
+) -> Selection:
+    """The kernel for one call (module docstring); raises ValueError for an unknown op."""
+    if op not in OPS:
+        raise ValueError(f"op must be one of {OPS}, got {op!r}")
+    if batch_invariant:
+        _count("batch_invariant")
+        return Selection(DEFAULT, "batch_invariant")
+    if not _heuristic_enabled():
+        _count("heuristic_off")
+        return Selection(DEFAULT, "heuristic_off")
+    if M < GEMM_MIN_ROWS:
+        _count("rule")
+        return Selection(None, "rule")
+    found = _db.resolve(op, dtype, M, N=N, K=K)
+    _count(found.tier)
+    if found.config == "torch":
+        return Selection(None, found.tier)
+    if found.config in ("default", "fused"):
+        return Selection(DEFAULT, found.tier)
+    params = _db.config(found)
+    config = GemmConfig.from_params(params) if params else GemmConfig.from_id(found.config)
+    why = reject_reason(config)
+    if why is not None:
+        log.warning(
+            "oasr-gemm: tuning entry %s names %s, which is not built (%s); using the default",
+            found.signature,
+            found.config,
+            why,
+        )
+        return Selection(DEFAULT, "default")
+    return Selection(config, found.tier)
+
+
+def tier_counts() -> dict[str, int]:
+    """Selections per tier since import (or `reset_counts`)."""
+    return dict(_rule_counts)
+
+
+def reset_counts() -> None:
+    _rule_counts.clear()
+    _db.counts.clear()
+    _db.misses.clear()
+
+
+def rule_miss_report() -> list[tuple[str, int]]:
+    """Signatures no tuning tier covered (served by the default), most calls first."""
+    return _db.miss_report()
+
+
+def tuning_status() -> dict:
+    """Per tier: the file, whether it loaded, its entries, whether it is stale."""
+    return _db.status()

@@ -1,0 +1,37 @@
+"""PyTorch twins of the GEMM ops: the same contract (D = act(A · Bᵀ + C)), through F.linear
+(cuBLAS). ``backend="torch"`` runs these."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+
+_ACTIVATIONS = {
+    "identity": lambda y: y,
+    "relu": F.relu,
+    "swish": F.silu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
+}
+
+
+def gemm_activation(A, B, C=None, *, activation="swish", out=None):
+    bias = C if C is not None and C.dim() == 1 else None
+    y = F.linear(A, B, bias)
+    if C is not None and C.dim() != 1:
+        y = y + C
+    y = _ACTIVATIONS[activation](y)
+    if out is None:
+        return y
+    out.copy_(y)
+    return out
+
+
+def gemm(A, B, C=None, *, out=None):
+    return gemm_activation(A, B, C, activation="identity", out=out)
+
+
+def activation_names() -> tuple[str, ...]:
+    return tuple(_ACTIVATIONS)
+
+
+__all__ = ["activation_names", "gemm", "gemm_activation"]

@@ -1,0 +1,67 @@
+"""The API without a GPU: argument checks (each names the fix) and the PyTorch twins against a
+float64 reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import oasr_gemm
+from oasr_gemm import twins
+
+
+def _ref(A, B, C=None, act="identity"):
+    y = A.double() @ B.double().T
+    if C is not None:
+        y = y + C.double()
+    f = {
+        "identity": lambda v: v,
+        "relu": torch.relu,
+        "swish": lambda v: v * torch.sigmoid(v),
+        "gelu": lambda v: 0.5 * v * (1 + torch.erf(v / 2**0.5)),
+        "gelu_tanh": lambda v: 0.5 * v * (1 + torch.tanh(0.7978845608 * (v + 0.044715 * v**3))),
+    }[act]
+    return f(y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("act", twins.activation_names())
+def test_twins_match_float64(dtype, act):
+    gen = torch.Generator().manual_seed(0)
+    A = torch.randn(2, 7, 40, generator=gen).to(dtype)
+    B = (torch.randn(24, 40, generator=gen) / 6).to(dtype)
+    bias = torch.randn(24, generator=gen).to(dtype)
+    matrix = torch.randn(2, 7, 24, generator=gen).to(dtype)
+    for C in (None, bias, matrix):
+        got = oasr_gemm.gemm_activation(A, B, C, activation=act, backend="torch")
+        assert got.shape == (2, 7, 24) and got.dtype == dtype
+        tol = 2e-2 if dtype == torch.float16 else 8e-2
+        torch.testing.assert_close(got.double(), _ref(A, B, C, act), rtol=tol, atol=tol)
+    out = torch.full((2, 7, 24), float("nan"), dtype=dtype)
+    assert oasr_gemm.gemm(A, B, out=out, backend="torch") is out
+    torch.testing.assert_close(out.double(), _ref(A, B), rtol=3e-2, atol=3e-2)
+
+
+def test_refusals_name_the_fix():
+    A = torch.randn(4, 16).half()
+    B = torch.randn(8, 16).half()
+    with pytest.raises(ValueError, match="need CUDA tensors"):
+        oasr_gemm.gemm(A, B)
+    with pytest.raises(TypeError, match="float16 or bfloat16"):
+        oasr_gemm.gemm(A.float(), B.float(), backend="torch")
+    with pytest.raises(TypeError, match="cast it"):
+        oasr_gemm.gemm(A, B.bfloat16(), backend="torch")
+    with pytest.raises(ValueError, match="differ in K"):
+        oasr_gemm.gemm(A, B[:, :8], backend="torch")
+    with pytest.raises(ValueError, match="bias"):
+        oasr_gemm.gemm(A, B, torch.randn(9).half(), backend="torch")
+    with pytest.raises(ValueError, match="neither a bias"):
+        oasr_gemm.gemm(A, B, torch.randn(4, 9).half(), backend="torch")
+    with pytest.raises(ValueError, match="activation must be one of"):
+        oasr_gemm.gemm_activation(A, B, activation="tanh", backend="torch")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        oasr_gemm.gemm(A, B, backend="cublas")
+    with pytest.raises(ValueError, match="out must be a contiguous"):
+        oasr_gemm.gemm(A, B, out=torch.empty(4, 9).half(), backend="torch")
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        oasr_gemm.gemm(A.numpy(), B, backend="torch")

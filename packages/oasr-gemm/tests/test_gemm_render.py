@@ -1,0 +1,29 @@
+"""The rendered translation units and the module specs (no compile)."""
+
+from __future__ import annotations
+
+from oasr_gemm import _jit, configs
+
+
+def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
+    c = configs.GemmConfig(64, 128, 64, 2, 1, "pingpong")
+    spec = _jit.gen_gemm_module("oasr_gemm_test", [c, configs.DEFAULT])
+    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert sorted(rendered) == sorted(
+        f"gemm_{d}_{x.id}.cu" for d in ("fp16", "bf16") for x in (c, configs.DEFAULT)
+    )
+    text = rendered[f"gemm_bf16_{c.id}.cu"]
+    assert "Sm90Gemm<cutlass::bfloat16_t, 64, 128, 64," in text
+    assert "2, 1, false>;" in text  # cluster 2 x 1, ping-pong
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{c.id}, run);" in text
+    assert '"t128x128x64_c1x1_coop"' in rendered[f"gemm_fp16_{configs.DEFAULT.id}.cu"]
+
+
+def test_production_and_tuning_specs():
+    prod = _jit.gen_production_module()
+    assert prod.name == _jit.PRODUCTION_MODULE and prod.use_cutlass
+    names = [s.name for s in prod.sources if s.name.endswith(".cu")]
+    assert len(names) == 2 * len(configs.production_configs())
+    tune = _jit.gen_tuning_module(configs.tuning_configs()[0])
+    assert tune.name == f"oasr_gemm_tune_{configs.tuning_configs()[0].id}"
+    assert _jit.production_specs(None)[0].name == _jit.PRODUCTION_MODULE
