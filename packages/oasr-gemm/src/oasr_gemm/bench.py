@@ -1,0 +1,112 @@
+"""Benchmark routines of the GEMM family: ``oasr bench gemm [--suite asr|quick]``.
+
+Each case times an `oasr_gemm` op against what a PyTorch user runs today: ``F.linear`` (cuBLAS),
+and ``F.silu`` / ``F.gelu`` after it for the fused epilogues, on the ASR shapes of
+shared/design/BENCHMARKS.md (M = batch × frames, N × K from the model widths), fp16 and bf16.
+``flops`` is 2·M·N·K; ``bytes_moved`` counts A, B, the bias and D once each.
+
+Importing this module is cheap: torch and the ops are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+DTYPES = ("fp16", "bf16")
+#: (M, N, K) of plain projections (with their nn.Linear bias):
+#: BENCHMARKS.md's PyTorch rows, Conformer (WeNet-S d 256, icefall-L d 512) QKV / FFN /
+#: out-projections at 8000 and 32000 frames, FastConformer-XL d 1024, Whisper-large d 1280 (T 1500
+#: × batch 32 = 48000 rows), and a decode-sized M
+GEMM_SHAPES = (
+    (8000, 2048, 256),
+    (8000, 256, 256),
+    (8000, 768, 256),
+    (8000, 256, 2048),
+    (32000, 1536, 512),
+    (32000, 512, 2048),
+    (16000, 4096, 1024),
+    (16000, 1024, 4096),
+    (48000, 3840, 1280),
+    (48000, 1280, 5120),
+    (64, 2048, 512),
+)
+#: (M, N, K, activation) of FFN up-projections with the activation fused
+ACTIVATION_SHAPES = (
+    (8000, 2048, 256, "swish"),
+    (32000, 2048, 512, "swish"),
+    (16000, 4096, 1024, "swish"),
+    (48000, 5120, 1280, "gelu"),
+)
+#: the fp16 cases of suite "quick" (BENCHMARKS.md's PyTorch rows)
+QUICK = {
+    ("gemm", (8000, 2048, 256)),
+    ("gemm", (48000, 3840, 1280)),
+    ("gemm_activation", (8000, 2048, 256)),
+}
+
+
+def routines(suite: str) -> list:
+    """Every case in ``suite`` ("asr": the full grid; "quick": three fp16 cases)."""
+    return [case for case in all_cases() if suite in case.suites]
+
+
+def all_cases(device: str = "cuda") -> list:
+    cases = []
+    for dtype in DTYPES:
+        cases += [_gemm_case(dtype, *shape, device=device) for shape in GEMM_SHAPES]
+        cases += [
+            _gemm_case(dtype, M, N, K, device=device, activation=act)
+            for M, N, K, act in ACTIVATION_SHAPES
+        ]
+    return cases
+
+
+def _gemm_case(dtype: str, M: int, N: int, K: int, *, device: str, activation: str | None = None):
+    from oasr_jit.bench import Case
+
+    def setup():
+        import torch
+
+        torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+
+        def randn(*shape, scale=1.0):
+            return (torch.randn(shape, device=device) * scale).to(torch_dtype)
+
+        # unit-variance outputs: B scaled by 1/sqrt(K)
+        return {"A": randn(M, K), "B": randn(N, K, scale=K**-0.5), "bias": randn(N, scale=0.1)}
+
+    def oasr(i):
+        import oasr_gemm
+
+        if activation is None:
+            return oasr_gemm.gemm(i["A"], i["B"], i["bias"])
+        return oasr_gemm.gemm_activation(i["A"], i["B"], i["bias"], activation=activation)
+
+    def peer(i):
+        import torch.nn.functional as F
+
+        y = F.linear(i["A"], i["B"], i["bias"])
+        if activation == "swish":
+            return F.silu(y)
+        if activation == "gelu":
+            return F.gelu(y)
+        return y
+
+    op = "gemm" if activation is None else "gemm_activation"
+    shape = f"{M}x{N}x{K}"
+    label = shape if activation is None else f"{shape}+{activation}"
+    suites = {"asr"}
+    if dtype == "fp16" and (op, (M, N, K)) in QUICK:
+        suites.add("quick")
+    peer_name = {None: "F.linear", "swish": "F.silu(F.linear)", "gelu": "F.gelu(F.linear)"}
+    return Case(
+        name=f"{op} {dtype} {label}",
+        op=op,
+        dtype=dtype,
+        shape=shape,
+        setup=setup,
+        oasr=oasr,
+        peer=peer,
+        peer_name=peer_name[activation],
+        flops=2 * M * N * K,
+        bytes_moved=2 * (M * K + N * K + M * N + N),
+        suites=suites,
+    )

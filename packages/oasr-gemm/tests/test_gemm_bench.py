@@ -1,0 +1,44 @@
+"""The GEMM family's benchmark routines (`oasr bench gemm`): the case grid on the CPU (nothing is
+allocated), and on a GPU the quick suite's answers and timings."""
+
+from __future__ import annotations
+
+from oasr_gemm import bench as gemm_bench
+from oasr_jit import bench
+from oasr_jit.testing import skip_unless_gpu
+
+# What shared/design/BENCHMARKS.md quotes PyTorch for
+BENCHMARKS_ROWS = (
+    "gemm fp16 8000x2048x256",
+    "gemm fp16 8000x256x256",
+    "gemm fp16 48000x3840x1280",
+    "gemm fp16 64x2048x512",
+    "gemm_activation fp16 8000x2048x256+swish",
+)
+
+
+def test_entry_point_finds_the_routines():
+    assert bench.bench_families()["gemm"].value == "oasr_gemm.bench:routines"
+
+
+def test_asr_grid_and_counts():
+    cases = gemm_bench.routines("asr")
+    names = [c.name for c in cases]
+    assert len(names) == len(set(names))
+    assert set(BENCHMARKS_ROWS) <= set(names)
+    assert {c.op for c in cases} == {"gemm", "gemm_activation"}
+    by_name = {c.name: c for c in cases}
+    big = by_name["gemm bf16 48000x3840x1280"]
+    assert big.flops == 2 * 48000 * 3840 * 1280
+    assert big.bytes_moved == 2 * (48000 * 1280 + 3840 * 1280 + 48000 * 3840 + 3840)
+    quick = gemm_bench.routines("quick")
+    assert {c.name for c in quick} <= set(names) and len(quick) == 3
+    assert gemm_bench.routines("nonexistent") == []
+
+
+@skip_unless_gpu()
+def test_quick_suite_checks_and_times():
+    _, results = bench.run("gemm", "quick", reps=3)
+    failed = {r["name"]: r["error"] for r in results if r["error"]}
+    assert not failed, failed
+    assert all(r["oasr_us"] > 0 and r["peer_us"] > 0 and r["tflops"] > 0 for r in results)
