@@ -140,6 +140,11 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     if M and N and K:
         _check_tma(a2d, "A", "K")
         _check_tma(B, "B", "K")
+    if N % 8 != 0:
+        raise ValueError(
+            f"N = {N} (B's rows) is not a multiple of 8, which the tensor-core kernels need for "
+            "16-byte output rows; pad the weight's rows to a multiple of 8 or use backend='torch'"
+        )
     bias = C if C is not None and C.dim() == 1 else None
     c2d = _rows(C, "C") if C is not None and C.dim() != 1 else None
     if c2d is not None and M and N:
