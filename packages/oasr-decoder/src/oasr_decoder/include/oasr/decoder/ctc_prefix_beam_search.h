@@ -535,20 +535,22 @@ class CtcPrefixBeamSearch {
       e.ctx_committed = c.ctx_committed;
       e.ctx_score = c.ctx_score;
     }
+    // Swapped, not moved: the old beam (next_ from the next frame on) keeps buffers with their
+    // capacity, so the copies of later frames reuse memory instead of allocating.
     for (size_t j = 0; j < keep; ++j) {
       const Candidate& c = candidates_[j];
       if (c.token >= 0) continue;
       Entry& src = beam_[c.src];
       Entry& e = next_[j];
-      e.tokens = std::move(src.tokens);
+      std::swap(e.tokens, src.tokens);
       e.hash = src.hash;
       e.prefix_hash = src.prefix_hash;
       if (c.vb_from_nb && !c.vnb_extends) {
         e.frames_b = src.frames_nb;  // both best alignments continue the non-blank-ending one
-        e.frames_nb = std::move(src.frames_nb);
+        std::swap(e.frames_nb, src.frames_nb);
       } else {
-        e.frames_b = std::move(c.vb_from_nb ? src.frames_nb : src.frames_b);
-        if (!c.vnb_extends) e.frames_nb = std::move(src.frames_nb);
+        std::swap(e.frames_b, c.vb_from_nb ? src.frames_nb : src.frames_b);
+        if (!c.vnb_extends) std::swap(e.frames_nb, src.frames_nb);
       }
     }
     beam_.swap(next_);
