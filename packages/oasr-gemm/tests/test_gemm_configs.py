@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from oasr_gemm import configs
@@ -44,3 +46,22 @@ def test_production_and_tuning_modules_split_the_space():
     assert not set(production) & set(tuning)
     assert set(production) | set(tuning) == set(configs.all_configs())
     assert all(configs.reject_reason(c) is None for c in production)
+
+
+def test_shipped_configs_join_the_production_module_once(tmp_path, monkeypatch):
+    shipped = GemmConfig(256, 128, 64, 2, 1, "cooperative")
+    unbuildable = GemmConfig(256, 256, 64, 1, 1, "cooperative")
+    path = tmp_path / "sm90" / "gemm.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"configs": {c.id: c.to_params() for c in (shipped, unbuildable)}}))
+    monkeypatch.setattr(configs, "SHIPPED_DB", path)
+    configs.production_configs.cache_clear()
+    try:
+        production = configs.production_configs()
+        assert production[: 1 + len(configs.BASIS)] == (configs.DEFAULT, *configs.BASIS)
+        assert shipped in production and unbuildable not in production
+        assert shipped not in configs.tuning_configs()
+        path.write_text("{}")  # frozen: a later change of the file does not move configs
+        assert configs.production_configs() == production
+    finally:
+        configs.production_configs.cache_clear()

@@ -11,10 +11,18 @@ Pure Python (no torch, no build): the registration and the selection import it.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
+import logging
 from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("oasr_gemm")
 
 LANE = "sm90_tma"
+#: the shipped (system) tuning file: the configs it names are compiled into the production module
+SHIPPED_DB = Path(__file__).resolve().parent / "tune_db" / "sm90" / "gemm.json"
 TILE_M = (64, 128, 256)
 TILE_N = (64, 128, 256)
 TILE_K = (64,)  # 64 halves: one 128-byte swizzled row per stage
@@ -133,10 +141,28 @@ def rejected_configs() -> dict[str, str]:
     return {c.id: why for c in _space() if (why := reject_reason(c)) is not None}
 
 
-def production_configs() -> list[GemmConfig]:
-    """The default and the basis: compiled at first use. Every other config of `all_configs`
-    belongs to the tuning module; no config is in both."""
-    return [DEFAULT, *BASIS]
+def _shipped_configs() -> list[GemmConfig]:
+    """The buildable configs the shipped tuning file names (none when there is no file)."""
+    if not SHIPPED_DB.is_file():
+        return []
+    try:
+        params = json.loads(SHIPPED_DB.read_text()).get("configs", {})
+        configs = [GemmConfig.from_params(p) for p in params.values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("oasr-gemm: shipped tuning file %s skipped: %s", SHIPPED_DB, exc)
+        return []
+    return sorted(c for c in configs if reject_reason(c) is None)
+
+
+@functools.cache
+def production_configs() -> tuple[GemmConfig, ...]:
+    """The production module's configs: the default, the basis, and every config the shipped
+    tuning file names. Read once and frozen for the process, so the module's key never changes
+    under a running program. Every other config of `all_configs` belongs to a tuning module; no
+    config is in both."""
+    out = [DEFAULT, *BASIS]
+    out += [c for c in _shipped_configs() if c not in out]
+    return tuple(out)
 
 
 def tuning_configs() -> list[GemmConfig]:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from oasr_jit.tuning import TuningDB
 
+from . import configs
 from .configs import DEFAULT, LANE, GemmConfig, reject_reason
 
 log = logging.getLogger("oasr_gemm")
@@ -32,7 +32,7 @@ log = logging.getLogger("oasr_gemm")
 #: (the tensor-core tile is 64 or 128 rows; cuBLAS has GEMV-like kernels for a few rows).
 GEMM_MIN_ROWS = 1
 OPS = ("gemm", "gemm_activation")
-SYSTEM_DB_DIR = Path(__file__).resolve().parent / "tune_db"
+SYSTEM_DB_DIR = configs.SHIPPED_DB.parents[1]  # tune_db/, holding sm90/gemm.json
 
 
 @dataclass(frozen=True)
