@@ -47,6 +47,8 @@ def test_refusals_name_the_fix():
     B = torch.randn(8, 16).half()
     with pytest.raises(ValueError, match="need CUDA tensors"):
         oasr_gemm.gemm(A, B)
+    with pytest.raises(ValueError, match=r"C.clone\(\)"):
+        oasr_gemm.gemm(A, B, torch.randn(9).half()[1:])  # starts 2 bytes into its storage
     with pytest.raises(TypeError, match="float16 or bfloat16"):
         oasr_gemm.gemm(A.float(), B.float(), backend="torch")
     with pytest.raises(TypeError, match="cast it"):

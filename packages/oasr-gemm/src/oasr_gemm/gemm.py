@@ -112,6 +112,11 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
         if C.dim() == 1:
             if C.shape[0] != N:
                 raise ValueError(f"bias C has {C.shape[0]} entries, B has N = {N} rows")
+            if backend != "torch" and (C.stride(0) != 1 or C.data_ptr() % 16 != 0):
+                raise ValueError(
+                    "bias C must be contiguous and start on 16 bytes (the epilogue reads it in "
+                    "vectors); pass C.clone()"
+                )
         elif tuple(C.shape) != out_shape:
             raise ValueError(
                 f"C {tuple(C.shape)} is neither a bias [{N}] nor the output's shape {out_shape}"

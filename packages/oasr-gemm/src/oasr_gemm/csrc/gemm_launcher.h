@@ -2,6 +2,7 @@
 // Python API so that a direct module call raises instead of faulting), the problem, the launch.
 #pragma once
 
+#include "oasr/common/arch_facts.h"
 #include "oasr/gemm/gemm_sm90_template.cuh"
 #include "tvm_ffi_utils.h"
 
@@ -64,6 +65,9 @@ void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias
   p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
   p.lda = lda, p.ldb = ldb, p.ldd = ldd;
   p.activation = static_cast<int>(activation);
+  p.device = scope.device_id();
+  p.num_sms = num_sms(p.device);
+  if (p.num_sms <= 0) TVM_FFI_THROW(RuntimeError) << "cannot read the SM count of the device";
   if (bias.has_value()) {
     scope.check_same_device(*bias, "bias");
     check_same_dtype(*bias, "bias", out, "out");

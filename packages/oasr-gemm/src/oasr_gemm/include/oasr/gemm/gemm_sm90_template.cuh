@@ -36,6 +36,7 @@ struct GemmProblem {
   int m, n, k;
   int64_t lda, ldb, ldc, ldd;
   int activation;  // Activation
+  int device, num_sms;  // the persistent scheduler's grid: one CTA (cluster) per SM
 };
 
 // The result of a launch attempt: kUnsupported when the config cannot implement the problem
@@ -86,6 +87,8 @@ struct Sm90Gemm {
         {p.m, p.n, p.k, 1},
         {p.a, stride_a, p.b, stride_b},
         {{}, p.c ? p.c : p.d, stride_c, p.d, stride_d}};
+    args.hw_info.device_id = p.device;
+    args.hw_info.sm_count = p.num_sms;  // given, so CUTLASS does not query it on every call
     auto& fusion = args.epilogue.thread;
     fusion.alpha = 1.0f;
     fusion.beta = p.c ? 1.0f : 0.0f;
