@@ -191,6 +191,27 @@ def test_streaming_subsets_lengths_and_reset():
     _assert_same_hyps(stream.result([2]).to_hypotheses(), [want], "reset")
 
 
+def _replay_chunks(stream, chunks, lengths, *, capture_result=False):
+    """One accept (and, if asked, a result) captured on a side stream after an eager warm-up,
+    then replayed once per chunk; returns the captured result (or None)."""
+    static = torch.empty_like(chunks[0])
+    static.copy_(chunks[0])
+    stream.accept(static, lengths)  # warm-up outside the graph: builds modules
+    stream.reset()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        stream.accept(static, lengths)
+        captured = stream.result(check=False) if capture_result else None
+    torch.cuda.current_stream().wait_stream(side)
+    for chunk in chunks:
+        static.copy_(chunk)
+        graph.replay()
+    torch.cuda.synchronize()
+    return captured
+
+
 def test_streaming_64x16_in_a_graph():
     """The streaming benchmark's shape, fed inside a CUDA graph (lengths on the device)."""
     rng = random.Random(9)
@@ -200,22 +221,8 @@ def test_streaming_64x16_in_a_graph():
         for _ in range(3)
     ]
     stream = dec.GpuStreamingDecoder(S, beam_size=10, max_frames=64)
-    static = torch.empty_like(chunks[0])
     lengths = torch.full((S,), C, dtype=torch.int32, device="cuda")
-    static.copy_(chunks[0])
-    stream.accept(static, lengths)  # warm-up outside the graph: builds modules
-    stream.reset()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        stream.accept(static, lengths)
-        captured = stream.result(check=False)  # room for max_frames tokens
-    torch.cuda.current_stream().wait_stream(side)
-    for chunk in chunks:
-        static.copy_(chunk)
-        graph.replay()
-    torch.cuda.synchronize()
+    captured = _replay_chunks(stream, chunks, lengths, capture_result=True)
     assert [stream.num_frames(s) for s in range(S)] == [3 * C] * S  # counted on the device
     want = dec.ctc_prefix_beam_search(torch.cat(chunks, 1).cpu(), beam_size=10)
     _assert_same_hyps(stream.result().to_hypotheses(), want, "graph")
@@ -233,21 +240,8 @@ def test_streams_that_outgrow_a_graph_are_flagged_not_read():
         for _ in range(3)
     ]
     stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=2, max_frames=C)
-    static = torch.empty_like(chunks[0])
     lengths = torch.tensor([C, C, 0], dtype=torch.int32, device="cuda")  # stream 2 sits idle
-    static.copy_(chunks[0])
-    stream.accept(static, lengths)  # warm-up outside the graph: builds modules
-    stream.reset()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        stream.accept(static, lengths)
-    torch.cuda.current_stream().wait_stream(side)
-    for chunk in chunks:  # 48 frames into pools sized for 16
-        static.copy_(chunk)
-        graph.replay()
-    torch.cuda.synchronize()
+    _replay_chunks(stream, chunks, lengths)  # 48 frames into pools sized for 16
     assert [stream.num_frames(s) for s in range(S)] == [3 * C, 3 * C, 0]
     _poison_allocator()
     out = stream.result(check=False)
