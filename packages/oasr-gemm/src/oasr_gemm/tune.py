@@ -1,0 +1,191 @@
+"""A tuning run: measure GEMM configs on this GPU and write tuning entries (seed 002's format).
+
+    python -m oasr_gemm.tune --out tune_db/sm90/gemm.json      # the shipped (system) tier
+    python -m oasr_gemm.tune                                   # the user tier
+
+Per signature (op, dtype, N, K) of the benchmark suite, at each M of a ladder, every candidate
+config and PyTorch (``torch``) are checked against the twin and timed with the benchmark harness
+(CUDA graphs or events, interleaved, medians). The winner at each M is the fastest arm, unless
+it beats the default by less than the gate (5%): then ``default``. Consecutive Ms with one winner
+form a region whose bound is the largest M measured in it; no region is open-ended, so a larger M
+falls through to the next tier. Each entry keeps its evidence (M -> arm -> µs).
+
+Candidates: the production configs by default (compiled already); ``--configs all`` adds every
+tuning config, one JIT module each (minutes of nvcc per config the first time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from . import configs as config_space
+from .configs import DEFAULT, LANE, GemmConfig
+
+#: M = batch × frames: decode-sized to a 48000-frame Whisper batch
+M_LADDER = (64, 256, 1024, 4096, 8000, 16000, 32000, 48000)
+GATE = 1.05
+TORCH, FALLBACK = "torch", "default"
+
+#: measure(op, dtype, M, N, K, arms) -> {arm: µs}: the default timing is `measure_arms`
+Measure = Callable[[str, str, int, int, int, Sequence[str]], dict[str, float]]
+
+
+def winner(times: dict[str, float], gate: float = GATE) -> str:
+    """The arm to serve this M: the fastest, unless the default (`DEFAULT`'s id) is within
+    ``gate`` of it (then "default")."""
+    best = min(times, key=times.get)
+    default_time = times.get(DEFAULT.id)
+    if default_time is not None and default_time <= times[best] * gate:
+        return FALLBACK
+    return best
+
+
+def partition(points: Iterable[tuple[int, dict[str, float]]], gate: float = GATE) -> list:
+    """Regions ``[[m_hi, arm], ...]`` (ascending, none open) from (M, {arm: µs}) points."""
+    regions: list[list] = []
+    for m, times in sorted(points):
+        arm = winner(times, gate)
+        if regions and regions[-1][1] == arm:
+            regions[-1][0] = m
+        else:
+            regions.append([m, arm])
+    return regions
+
+
+def signatures(suite: str = "asr", dtypes: Sequence[str] = ("fp16",)) -> list:
+    """(op, dtype, N, K) of the benchmark suite's cases in ``dtypes``, each once."""
+    from . import bench
+
+    seen = []
+    for case in bench.routines(suite):
+        _, n, k = (int(v) for v in case.shape.split("x"))
+        key = (case.op, case.dtype, n, k)
+        if case.dtype in dtypes and key not in seen:
+            seen.append(key)
+    return seen
+
+
+def build_entries(
+    sigs: Iterable[tuple[str, str, int, int]],
+    candidates: Sequence[GemmConfig],
+    measure: Measure,
+    m_ladder: Sequence[int] = M_LADDER,
+    gate: float = GATE,
+    as_half: bool = False,
+) -> dict:
+    """signature key -> {"regions": ..., "evidence": ...} for every (op, dtype, N, K).
+    ``as_half``: key fp16 measurements ``dt=half``, serving bf16 too (the kernels of one config
+    differ only in the element type)."""
+    from oasr_jit.tuning import signature
+
+    arms = [c.id for c in candidates] + [TORCH]
+    if DEFAULT.id not in arms:
+        raise ValueError("the candidates must include the default config (the gate compares to it)")
+    entries = {}
+    for op, dtype, n, k in sigs:
+        points = [(m, measure(op, dtype, m, n, k, arms)) for m in m_ladder]
+        key_dtype = "half" if as_half and dtype == "fp16" else dtype
+        entries[signature("gemm", op, key_dtype, N=n, K=k)] = {
+            "regions": partition(points, gate),
+            "evidence": {f"M={m}": {a: round(us, 3) for a, us in t.items()} for m, t in points},
+            "source": "oasr_gemm.tune",
+        }
+    return entries
+
+
+def measure_arms(op: str, dtype: str, M: int, N: int, K: int, arms: Sequence[str]) -> dict:
+    """µs of each arm at one shape, with the benchmark harness (answer checked first)."""
+    from oasr_jit import bench
+
+    from . import bench as gemm_bench
+    from .gemm import ACTIVATIONS, _run
+
+    activation = "swish" if op == "gemm_activation" else None
+    code = ACTIVATIONS[activation or "identity"]
+    times, torch_times = {}, []
+    for arm in arms:
+        if arm == TORCH:
+            continue  # PyTorch is the peer of every config's case
+        config = GemmConfig.from_id(arm)
+        case = gemm_bench._gemm_case(dtype, M, N, K, device="cuda", activation=activation)
+
+        def run(i, config=config):
+            import torch
+
+            out = torch.empty(M, N, dtype=i["A"].dtype, device="cuda")
+            _run(config, i["A"].dtype, out, i["A"], i["B"], i["bias"], None, code)
+            return out
+
+        case.oasr = run
+        result = bench.measure(case, reps=10)  # checks the answer against PyTorch first
+        if result["error"]:
+            raise RuntimeError(f"{arm} at M={M} N={N} K={K}: {result['error']}")
+        times[arm] = result["oasr_us"]
+        torch_times.append(result["peer_us"])
+    if TORCH in arms:
+        times[TORCH] = sorted(torch_times)[len(torch_times) // 2]
+    return times
+
+
+def validators() -> dict:
+    """What this run measured under (the soft validators of the file)."""
+    import torch
+
+    from oasr_jit import bench
+
+    header = bench.environment_header(family="gemm", suite="tune", filter=None, reps=10)
+    return {k: header.get(k) for k in ("gpu", "driver", "torch", "cuda", "oasr_jit")} | {
+        "torch_version": torch.__version__
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m oasr_gemm.tune", description=__doc__)
+    parser.add_argument("--out", type=Path, help="the file to write (default: the user tier)")
+    parser.add_argument("--suite", default="asr", help="benchmark suite of the signatures")
+    parser.add_argument("--configs", choices=("production", "all"), default="production")
+    parser.add_argument("--fresh", action="store_true", help="replace the file, not merge")
+    parser.add_argument(
+        "--dtypes",
+        default="fp16",
+        help="comma-separated dtypes to measure (default fp16, written as dt=half for both)",
+    )
+    args = parser.parse_args(argv)
+
+    from oasr_jit.tuning import user_dir, write_entries
+
+    candidates = (
+        list(config_space.production_configs())
+        if args.configs == "production"
+        else config_space.all_configs()
+    )
+    out = args.out
+    if out is None:
+        root = user_dir()
+        if root is None:
+            parser.error("OASR_TUNE_USER_DB is off: give --out")
+        out = root / "sm90" / "gemm.json"
+    dtypes = tuple(d.strip() for d in args.dtypes.split(","))
+    sigs = signatures(args.suite, dtypes)
+    entries = build_entries(sigs, candidates, measure_arms, as_half=dtypes == ("fp16",))
+    used = {arm for e in entries.values() for _, arm in e["regions"]}
+    write_entries(
+        out,
+        family="gemm",
+        arch="sm90",
+        lane=LANE,
+        entries=entries,
+        configs={c.id: c.to_params() for c in candidates if c.id in used},
+        validators=validators(),
+        fresh=args.fresh,
+    )
+    print(json.dumps({"written": str(out), "entries": len(entries)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

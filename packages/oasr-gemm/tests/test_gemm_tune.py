@@ -1,0 +1,77 @@
+"""The tuning run's logic without a GPU: the gate, the regions, the entries, and a round trip
+through the tuning file into `select_default_config`."""
+
+from __future__ import annotations
+
+import torch
+
+from oasr_gemm import configs, selection, tune
+from oasr_gemm.configs import DEFAULT
+from oasr_jit import tuning
+
+SMALL, WIDE = configs.BASIS
+
+
+def test_the_gate_keeps_the_default_unless_beaten_clearly():
+    assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 9.6, "torch": 12.0}) == "default"
+    assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 9.0, "torch": 12.0}) == SMALL.id
+    assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 11.0, "torch": 8.0}) == "torch"
+
+
+def test_regions_merge_runs_and_stay_closed():
+    pts = [
+        (4096, {DEFAULT.id: 10.0, WIDE.id: 8.0}),
+        (64, {DEFAULT.id: 3.0, "torch": 2.0}),
+        (256, {DEFAULT.id: 3.0, "torch": 2.5}),
+        (1024, {DEFAULT.id: 5.0, "torch": 5.1}),
+        (8000, {DEFAULT.id: 20.0, WIDE.id: 15.0}),
+    ]
+    assert tune.partition(pts) == [[256, "torch"], [1024, "default"], [8000, WIDE.id]]
+
+
+def test_signatures_come_from_the_suite():
+    sigs = tune.signatures("asr")
+    assert ("gemm", "fp16", 2048, 256) in sigs and ("gemm_activation", "fp16", 5120, 1280) in sigs
+    assert len(sigs) == len(set(sigs)) and all(dtype == "fp16" for _, dtype, _, _ in sigs)
+    assert ("gemm", "bf16", 256, 256) in tune.signatures("asr", ("fp16", "bf16"))
+
+
+def test_entries_round_trip_into_the_selection(tmp_path, monkeypatch):
+    """Fake timings: the small tile wins at M <= 256, cuBLAS at M 1024, the default above."""
+
+    def measure(op, dtype, M, N, K, arms):
+        assert set(arms) == {c.id for c in configs.production_configs()} | {"torch"}
+        times = {arm: 10.0 for arm in arms}
+        if M <= 256:
+            times[SMALL.id] = 5.0
+        elif M == 1024:
+            times["torch"] = 6.0
+        return times
+
+    sig = ("gemm", "fp16", 512, 256)
+    ladder = (64, 256, 1024, 4096)
+    entries = tune.build_entries([sig], configs.production_configs(), measure, ladder, as_half=True)
+    key = "gemm|op=gemm|dt=half|N=512|K=256"  # serves bf16 too
+    assert entries[key]["regions"] == [[256, SMALL.id], [1024, "torch"], [4096, "default"]]
+    assert entries[key]["evidence"]["M=64"][SMALL.id] == 5.0
+    user = tmp_path / "user"
+    monkeypatch.setenv("OASR_TUNE_USER_DB", str(user))
+    monkeypatch.setattr(selection._db, "system_dir", tmp_path / "none")
+    tuning.write_entries(
+        user / "sm90" / "gemm.json",
+        family="gemm",
+        arch="sm90",
+        lane=configs.LANE,
+        entries=entries,
+        configs={SMALL.id: SMALL.to_params()},
+        validators={"gpu": "test"},
+    )
+    try:
+        pick = selection.select_default_config
+        assert pick("gemm", 200, 512, 256, torch.float16) == selection.Selection(SMALL, "user")
+        assert pick("gemm", 1000, 512, 256, torch.float16) == selection.Selection(None, "user")
+        assert pick("gemm", 4096, 512, 256, torch.float16).config == DEFAULT
+        assert pick("gemm", 4097, 512, 256, torch.float16).tier == "default"  # past the regions
+        assert pick("gemm", 200, 512, 256, torch.bfloat16).config == SMALL
+    finally:
+        tuning.reload()
