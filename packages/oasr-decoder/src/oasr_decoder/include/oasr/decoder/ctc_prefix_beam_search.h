@@ -178,8 +178,13 @@ class CtcPrefixBeamSearch {
         if (v != blank) m = row[v] > m ? row[v] : m;
       }
       block_max_[b] = m;
+      max_value_ = -INFINITY;
+      for (const float x : block_max_) max_value_ = x > max_value_ ? x : max_value_;
       return true;
     }
+
+    // The frame's largest non-blank log-prob (-inf when there is none).
+    float max_value() const { return max_value_; }
 
     // The i-th token, or -1 past the end.
     int32_t at(int64_t i) {
@@ -305,6 +310,7 @@ class CtcPrefixBeamSearch {
     int64_t block_ = 16;  // tokens per block of this frame
     std::vector<float> block_max_;
     std::vector<int8_t> bins_;  // select_threshold's scratch
+    float max_value_ = -INFINITY;
     int64_t sorted_ = 0;
     bool started_ = false;
     bool complete_ = false;
@@ -473,6 +479,14 @@ class CtcPrefixBeamSearch {
                                  std::make_pair(c, std::numeric_limits<int32_t>::min()));
       return it != continuations_.end() && it->first == c;
     };
+    // Without a context graph no extension of p scores above acoustic + the frame's largest
+    // log-prob (a repeat of the last token scores from pb <= acoustic): when beam_size
+    // candidates already beat that, none can enter. Exact (IEEE addition is monotone), and on
+    // blank-dominated frames it spares the token order its threshold, gather and sort.
+    if (options_.context == nullptr && full() &&
+        p.acoustic + static_cast<double>(order_.max_value()) < kept_scores_.front()) {
+      return;
+    }
     // The other tokens take the context state to the root, so their scores fall with their
     // log-prob: in that order, the first one refused means every later one would be too.
     const int32_t last = p.tokens.empty() ? -1 : p.tokens.back();
