@@ -479,12 +479,14 @@ class CtcPrefixBeamSearch {
                                  std::make_pair(c, std::numeric_limits<int32_t>::min()));
       return it != continuations_.end() && it->first == c;
     };
-    // Without a context graph no extension of p scores above acoustic + the frame's largest
-    // log-prob (a repeat of the last token scores from pb <= acoustic): when beam_size
+    // No extension below scores above acoustic + the frame's largest log-prob (a repeat of the
+    // last token scores from pb <= acoustic), plus the committed context score (these tokens
+    // take the context state to the root, whose output and partial are 0): when beam_size
     // candidates already beat that, none can enter. Exact (IEEE addition is monotone), and on
     // blank-dominated frames it spares the token order its threshold, gather and sort.
-    if (options_.context == nullptr && full() &&
-        p.acoustic + static_cast<double>(order_.max_value()) < kept_scores_.front()) {
+    const double committed = options_.context != nullptr ? p.ctx_committed : 0.0;
+    if (full() && (p.acoustic + static_cast<double>(order_.max_value())) + committed <
+                      kept_scores_.front()) {
       return;
     }
     // The other tokens take the context state to the root, so their scores fall with their
