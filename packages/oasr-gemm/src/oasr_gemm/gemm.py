@@ -14,6 +14,7 @@ the kernels (the selected config, or the default); "torch" runs the twin.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import torch
@@ -79,12 +80,17 @@ def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
         )
 
 
-def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, code: int) -> None:
+@functools.cache
+def _kernel(config: GemmConfig, dtype):
+    """The exported function of one variant, looked up once (calls are launch-bound at small M)."""
     module = (
         _jit.production_module() if config in production_configs() else _jit.tuning_module(config)
     )
-    fn = getattr(module, _jit.function_name(config, _DTYPE_TAGS[dtype]))
-    fn(out2d, a2d, b, bias, c2d, code)
+    return getattr(module, _jit.function_name(config, _DTYPE_TAGS[dtype]))
+
+
+def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, code: int) -> None:
+    _kernel(config, dtype)(out2d, a2d, b, bias, c2d, code)
 
 
 def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
