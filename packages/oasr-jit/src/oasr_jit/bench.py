@@ -286,9 +286,12 @@ def _graph_runners(fns: dict, sets: list, calls: int):
     return runners, list(graphs.values())
 
 
-def _let_cpu_run_ahead(us: float = 100.0) -> None:
+def _let_cpu_run_ahead(us: float = 1000.0) -> None:
     """Keep the GPU busy for a moment, so the launches that follow queue up behind it and the
-    events time the GPU work, not the CPU's launch latency (the cycle count assumes ~2 GHz)."""
+    events time the GPU work, not the CPU's launch latency (the cycle count assumes ~2 GHz).
+    The moment must outlast the host's work for one round of both sides: at 100 µs a Python
+    path of a few dozen µs per side on a slow host left the GPU waiting inside the events, and
+    the short estimate then sent a 6 µs GEMM to eager events at 20-40 µs."""
     import torch
 
     sleep = getattr(torch.cuda, "_sleep", None)
