@@ -14,7 +14,7 @@ def test_ids_round_trip_and_parameters():
     for c in configs.all_configs():
         assert GemmConfig.from_id(c.id) == c
         assert GemmConfig.from_params(c.to_params()) == c
-    assert configs.DEFAULT.id == "t128x128x64_c1x1_coop"
+    assert configs.DEFAULT.id == "t128x128x64_c1x1_pp"
     with pytest.raises(ValueError, match="not a GEMM config id"):
         GemmConfig.from_id("b128x64_s3")
     with pytest.raises(ValueError, match="lane"):

@@ -16,7 +16,7 @@ def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
     assert "Sm90Gemm<cutlass::bfloat16_t, 64, 128, 64," in text
     assert "2, 1, false>;" in text  # cluster 2 x 1, ping-pong
     assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{c.id}, run);" in text
-    assert '"t128x128x64_c1x1_coop"' in rendered[f"gemm_fp16_{configs.DEFAULT.id}.cu"]
+    assert '"t128x128x64_c1x1_pp"' in rendered[f"gemm_fp16_{configs.DEFAULT.id}.cu"]
 
 
 def test_production_and_tuning_specs():
@@ -24,6 +24,8 @@ def test_production_and_tuning_specs():
     assert prod.name == _jit.PRODUCTION_MODULE and prod.use_cutlass
     names = [s.name for s in prod.sources if s.name.endswith(".cu")]
     assert len(names) == 2 * len(configs.production_configs())
-    tune = _jit.gen_tuning_module(configs.tuning_configs()[0])
-    assert tune.name == f"oasr_gemm_tune_{configs.tuning_configs()[0].id}"
+    first = configs.tuning_configs()[0]
+    tune = _jit.gen_tuning_module(first, "bf16")
+    assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
+    assert [s.name for s in tune.sources if s.name.endswith(".cu")] == [f"gemm_bf16_{first.id}.cu"]
     assert _jit.production_specs(None)[0].name == _jit.PRODUCTION_MODULE

@@ -41,6 +41,7 @@ def tiers(tmp_path, monkeypatch):
     monkeypatch.setenv("OASR_TUNE_USER_DB", str(user))
     monkeypatch.delenv("OASR_GEMM_HEURISTIC", raising=False)
     monkeypatch.setattr(selection._db, "system_dir", system)
+    monkeypatch.setattr(selection, "GEMM_MIN_ROWS", 1)  # the tiers alone; the rule has its test
     tuning.reload()
     selection.reset_counts()
     yield user, system
@@ -106,6 +107,10 @@ def test_rules_and_sentinels(tiers, monkeypatch, caplog):
     monkeypatch.setattr(selection, "GEMM_MIN_ROWS", 16)
     assert pick("gemm", 15, 512, 512, torch.float16) == selection.Selection(None, "rule")
     assert pick("gemm", 16, 512, 512, torch.float16).tier == "default"
+    # a tuning entry below GEMM_MIN_ROWS wins over the rule: measured data comes first
+    assert pick("gemm_activation", 8, 80, 64, torch.float16) == selection.Selection(None, "system")
+    _write(system, {bad_key: {"regions": [[None, SMALL.id]]}}, [SMALL])
+    assert pick("gemm", 8, 80, 64, torch.float16) == selection.Selection(SMALL, "system")
     with pytest.raises(ValueError, match="op must be one of"):
         pick("bmm", 8, 8, 8, torch.float16)
 

@@ -3,6 +3,7 @@ through the tuning file into `select_default_config`."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from oasr_gemm import configs, selection, tune
@@ -75,3 +76,14 @@ def test_entries_round_trip_into_the_selection(tmp_path, monkeypatch):
         assert pick("gemm", 200, 512, 256, torch.bfloat16).config == SMALL
     finally:
         tuning.reload()
+
+
+def test_candidate_configs_named_on_the_command_line():
+    production = list(configs.production_configs())
+    assert tune.candidate_configs("production") == production
+    assert tune.candidate_configs("all") == configs.all_configs()
+    extra = configs.tuning_configs()[0]  # not in the production module
+    chosen = tune.candidate_configs(f"{extra.id}, {DEFAULT.id}")
+    assert chosen == [*production, extra]
+    with pytest.raises(SystemExit, match="unknown config"):
+        tune.candidate_configs("t999x1x1_c1x1_pp")

@@ -1,7 +1,8 @@
 """JIT generators of the GEMM family: one rendered translation unit per (config, dtype).
 
     oasr_gemm          the production module: the default config and the basis, fp16 and bf16
-    oasr_gemm_tune_<c> one tuning config (built when a tuning run or a tuning entry asks for it)
+    oasr_gemm_tune_<dtype>_<c> one tuning config in one dtype (built when a tuning run or a tuning
+                               entry asks for it: a tuning run measures fp16 only)
 
 nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
 minute and 4 GB (the build's job limit knows: ``use_cutlass``).
@@ -61,8 +62,8 @@ def gen_production_module() -> JitSpec:
     return gen_gemm_module(PRODUCTION_MODULE, production_configs())
 
 
-def gen_tuning_module(config: GemmConfig) -> JitSpec:
-    return gen_gemm_module(f"oasr_gemm_tune_{config.id}", [config])
+def gen_tuning_module(config: GemmConfig, dtype: str) -> JitSpec:
+    return gen_gemm_module(f"oasr_gemm_tune_{dtype}_{config.id}", [config], dtypes=(dtype,))
 
 
 def production_specs(arch) -> list[JitSpec]:
@@ -78,5 +79,5 @@ def production_module():
 
 
 @functools.cache
-def tuning_module(config: GemmConfig):
-    return gen_tuning_module(config).build_and_load()
+def tuning_module(config: GemmConfig, dtype: str):
+    return gen_tuning_module(config, dtype).build_and_load()

@@ -83,10 +83,12 @@ def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
 @functools.cache
 def _kernel(config: GemmConfig, dtype):
     """The exported function of one variant, looked up once (calls are launch-bound at small M)."""
-    module = (
-        _jit.production_module() if config in production_configs() else _jit.tuning_module(config)
-    )
-    return getattr(module, _jit.function_name(config, _DTYPE_TAGS[dtype]))
+    tag = _DTYPE_TAGS[dtype]
+    if config in production_configs():
+        module = _jit.production_module()
+    else:
+        module = _jit.tuning_module(config, tag)
+    return getattr(module, _jit.function_name(config, tag))
 
 
 def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, code: int) -> None:
@@ -142,12 +144,10 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
             "PyTorch twin anywhere)"
         )
 
+    # The kernels' requirements are checked whatever runs the call, so that a shape that works
+    # at one M does not raise at another when the selection moves it off PyTorch.
     a2d = _rows(A, "A")
     M = a2d.shape[0]
-    selection = select_default_config(op, M, N, K, A.dtype, batch_invariant=batch_invariant)
-    if selection.config is None and backend == "auto":
-        return twins.gemm_activation(A, B, C, activation=activation, out=out)
-    config = selection.config or DEFAULT
     if M and N and K:
         _check_tma(a2d, "A", "K")
         _check_tma(B, "B", "K")
@@ -160,11 +160,15 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     c2d = _rows(C, "C") if C is not None and C.dim() != 1 else None
     if c2d is not None and M and N:
         _check_tma(c2d, "C", "N")
+    if M and N and K == 0:
+        raise ValueError("K is 0: the product is empty; use backend='torch' for D = C")
+    selection = select_default_config(op, M, N, K, A.dtype, batch_invariant=batch_invariant)
+    if selection.config is None and backend == "auto":
+        return twins.gemm_activation(A, B, C, activation=activation, out=out)
+    config = selection.config or DEFAULT
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     out2d = out.view(-1, N)
-    if M and N and K == 0:
-        raise ValueError("K is 0: the product is empty; use backend='torch' for D = C")
     code = ACTIVATIONS[activation]
     key = (config.id, A.dtype, M, N, K)
     if config != DEFAULT and key in _unsupported:

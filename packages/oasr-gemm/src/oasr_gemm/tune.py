@@ -11,7 +11,9 @@ form a region whose bound is the largest M measured in it; no region is open-end
 falls through to the next tier. Each entry keeps its evidence (M -> arm -> µs).
 
 Candidates: the production configs by default (compiled already); ``--configs all`` adds every
-tuning config, one JIT module each (minutes of nvcc per config the first time).
+tuning config, one JIT module each (minutes of nvcc per config the first time); ``--configs
+ID,ID,...`` adds the named ones. Each signature's regions are printed as soon as they are
+measured.
 """
 
 from __future__ import annotations
@@ -76,10 +78,11 @@ def build_entries(
     m_ladder: Sequence[int] = M_LADDER,
     gate: float = GATE,
     as_half: bool = False,
+    progress: bool = False,
 ) -> dict:
     """signature key -> {"regions": ..., "evidence": ...} for every (op, dtype, N, K).
     ``as_half``: key fp16 measurements ``dt=half``, serving bf16 too (the kernels of one config
-    differ only in the element type)."""
+    differ only in the element type). ``progress``: print each entry (JSON) when measured."""
     from oasr_jit.tuning import signature
 
     arms = [c.id for c in candidates] + [TORCH]
@@ -89,11 +92,14 @@ def build_entries(
     for op, dtype, n, k in sigs:
         points = [(m, measure(op, dtype, m, n, k, arms)) for m in m_ladder]
         key_dtype = "half" if as_half and dtype == "fp16" else dtype
-        entries[signature("gemm", op, key_dtype, N=n, K=k)] = {
+        key = signature("gemm", op, key_dtype, N=n, K=k)
+        entries[key] = {
             "regions": partition(points, gate),
             "evidence": {f"M={m}": {a: round(us, 3) for a, us in t.items()} for m, t in points},
             "source": "oasr_gemm.tune",
         }
+        if progress:
+            print(json.dumps({key: entries[key]}), flush=True)
     return entries
 
 
@@ -143,11 +149,30 @@ def validators() -> dict:
     }
 
 
+def candidate_configs(spec: str) -> list[GemmConfig]:
+    """The configs of ``--configs``: "production", "all", or the production ones plus ids."""
+    if spec == "all":
+        return config_space.all_configs()
+    chosen = list(config_space.production_configs())
+    if spec != "production":
+        known = {c.id: c for c in config_space.all_configs()}
+        for config_id in (s.strip() for s in spec.split(",")):
+            if config_id not in known:
+                raise SystemExit(f"unknown config {config_id!r}: see configs.all_configs()")
+            if known[config_id] not in chosen:
+                chosen.append(known[config_id])
+    return chosen
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oasr_gemm.tune", description=__doc__)
     parser.add_argument("--out", type=Path, help="the file to write (default: the user tier)")
     parser.add_argument("--suite", default="asr", help="benchmark suite of the signatures")
-    parser.add_argument("--configs", choices=("production", "all"), default="production")
+    parser.add_argument(
+        "--configs",
+        default="production",
+        help='"production", "all", or production plus comma-separated config ids',
+    )
     parser.add_argument("--fresh", action="store_true", help="replace the file, not merge")
     parser.add_argument(
         "--dtypes",
@@ -158,11 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from oasr_jit.tuning import user_dir, write_entries
 
-    candidates = (
-        list(config_space.production_configs())
-        if args.configs == "production"
-        else config_space.all_configs()
-    )
+    candidates = candidate_configs(args.configs)
     out = args.out
     if out is None:
         root = user_dir()
@@ -171,7 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = root / "sm90" / "gemm.json"
     dtypes = tuple(d.strip() for d in args.dtypes.split(","))
     sigs = signatures(args.suite, dtypes)
-    entries = build_entries(sigs, candidates, measure_arms, as_half=dtypes == ("fp16",))
+    entries = build_entries(
+        sigs, candidates, measure_arms, as_half=dtypes == ("fp16",), progress=True
+    )
     used = {arm for e in entries.values() for _, arm in e["regions"]}
     write_entries(
         out,
