@@ -7,7 +7,10 @@
 4. the norm family (when installed): a Conformer-style fused add + LayerNorm and a SwooshR,
    checked against PyTorch (on a machine without a GPU, their PyTorch twins);
 5. the decoder family (when installed): a synthetic utterance decoded on the CPU (greedy, prefix
-   beam search, phrase boosting), its words timed; on a GPU also decoded there (the same n-best).
+   beam search, phrase boosting), its words timed; on a GPU also decoded there (the same n-best);
+6. the gemm family (when installed): a Conformer feed-forward up-projection with bias and Swish in
+   the GEMM's epilogue, checked against PyTorch, and the kernel the selection picks for it (on a
+   machine without a GPU, the PyTorch twin and the kernel an H200 would run).
 
 Run it with `python3 -m pip install nox && python3 -m nox -s demo`.
 """
@@ -163,6 +166,38 @@ def decoder_family(has_gpu: bool) -> None:
     print(f"[demo] decoder (GPU): the same n-best as the CPU: {[text(h.tokens) for h in gpu_beam]}")
 
 
+def gemm_family(has_gpu: bool) -> None:
+    try:
+        import oasr_gemm
+    except ImportError:
+        print("[demo] oasr-gemm not installed: gemm example skipped")
+        return
+    import torch
+    import torch.nn.functional as F
+
+    device = "cuda" if has_gpu else "cpu"
+    gen = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(64, 250, 512, device=device, generator=gen).half()  # 64 utterances x 250 frames
+    w = (torch.randn(2048, 512, device=device, generator=gen) / 512**0.5).half()  # nn.Linear weight
+    b = torch.randn(2048, device=device, generator=gen).half()
+    backend = "auto" if has_gpu else "torch"
+    start = time.perf_counter()
+    y = oasr_gemm.gemm_activation(x, w, b, activation="swish", backend=backend)
+    if has_gpu:
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    ref = F.silu(F.linear(x.float(), w.float(), b.float()))
+    torch.testing.assert_close(y.float(), ref, rtol=1e-2, atol=1e-2)
+    chosen = oasr_gemm.select_default_config("gemm_activation", 16000, 2048, 512, x.dtype)
+    kernel = chosen.config.id if chosen.config else "cuBLAS"
+    where = f"on {torch.cuda.get_device_name()}" if has_gpu else "PyTorch twin (no GPU)"
+    print(
+        f"[demo] gemm: swish(x @ W.T + b), [64, 250, 512] x [2048, 512] fp16 ok, {where}; "
+        f"the selection's kernel: {kernel} ({chosen.tier} tier; {elapsed:.2f} s"
+        f"{' incl. build' if has_gpu else ''})"
+    )
+
+
 def main() -> None:
     host_module()
     import torch
@@ -177,6 +212,7 @@ def main() -> None:
         print("[demo] no GPU: kernel launches skipped (compiled only)")
     norm_family(has_gpu)
     decoder_family(has_gpu)
+    gemm_family(has_gpu)
 
 
 if __name__ == "__main__":
