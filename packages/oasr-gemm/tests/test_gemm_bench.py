@@ -3,6 +3,8 @@ allocated), and on a GPU the quick suite's answers and timings."""
 
 from __future__ import annotations
 
+import torch
+
 from oasr_gemm import bench as gemm_bench
 from oasr_jit import bench
 from oasr_jit.testing import skip_unless_gpu
@@ -31,6 +33,10 @@ def test_asr_grid_and_counts():
     big = by_name["gemm bf16 48000x3840x1280"]
     assert big.flops == 2 * 48000 * 3840 * 1280
     assert big.bytes_moved == 2 * (48000 * 1280 + 3840 * 1280 + 48000 * 3840 + 3840)
+    # each case says which kernel the selection runs (a pure function: no GPU needed)
+    assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "t128x128x64_c1x1_pp (system)"
+    small = by_name["gemm fp16 64x2048x512"]
+    assert small.ran({"A": torch.empty(0, dtype=torch.float16)}) == "cuBLAS (system)"
     quick = gemm_bench.routines("quick")
     assert {c.name for c in quick} <= set(names) and len(quick) == 3
     assert gemm_bench.routines("nonexistent") == []

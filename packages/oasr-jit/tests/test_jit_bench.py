@@ -56,6 +56,7 @@ def test_case_names_its_dtype_and_suites():
         ({"bytes_moved": 0}, "bytes_moved must be positive"),
         ({"flops": -1}, "flops must be positive"),
         ({"check": "yes"}, "check must be callable"),
+        ({"ran": "cuBLAS"}, "ran must be callable"),
         ({"clock": "wall"}, "clock must be one of \\('cuda', 'host'\\), got 'wall'"),
     ],
 )
@@ -265,6 +266,19 @@ def test_host_clock_wrong_answer_is_reported_not_timed():
     assert result["ratio"] is None and log == ["oasr", "peer"], "nothing is timed"
 
 
+def test_a_case_reports_what_it_ran():
+    seen = []
+
+    def ran(inputs):
+        seen.append(inputs)
+        return "kernel t64 (system)"
+
+    case = _case(_sleeps(1.0, [], "oasr"), _sleeps(1.0, [], "peer"), clock="host", ran=ran)
+    result = bench.measure(case, reps=3)
+    assert result["oasr_ran"] == "kernel t64 (system)" and len(seen) == 1 and "x" in seen[0]
+    assert bench.measure(_case(clock="host"), reps=3)["oasr_ran"] is None
+
+
 # ---------------------------------------------------------------------------------------------
 # tables, JSON, the chart
 
@@ -292,6 +306,16 @@ def test_format_table():
     summary = {line.split()[0]: line for line in lines if line.startswith("  ")}
     assert "2.45x" in summary["layer_norm"] and "(2 cases)" in summary["layer_norm"]
     assert "0.80x" in summary["gelu"] and "(3 cases)" in summary["all"]
+    assert "ran" not in header.split(), "no case reported what it ran"
+
+
+def test_format_table_ran_column():
+    results = synthetic_results()
+    results[0]["oasr_ran"] = "t128x128x64_c1x1_pp (system)"
+    lines = bench.format_table(results).splitlines()
+    assert lines[0].split()[-1] == "ran"
+    assert lines[2].endswith("t128x128x64_c1x1_pp (system)")
+    assert not lines[3].endswith(")"), "a case without it leaves the cell empty"
 
 
 def test_format_header():

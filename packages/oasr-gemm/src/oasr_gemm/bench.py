@@ -91,6 +91,13 @@ def _gemm_case(dtype: str, M: int, N: int, K: int, *, device: str, activation: s
         return y
 
     op = "gemm" if activation is None else "gemm_activation"
+
+    def ran(i):
+        from .selection import select_default_config
+
+        chosen = select_default_config(op, M, N, K, i["A"].dtype)
+        return f"{chosen.config.id if chosen.config else 'cuBLAS'} ({chosen.tier})"
+
     shape = f"{M}x{N}x{K}"
     label = shape if activation is None else f"{shape}+{activation}"
     suites = {"asr"}
@@ -109,4 +116,5 @@ def _gemm_case(dtype: str, M: int, N: int, K: int, *, device: str, activation: s
         flops=2 * M * N * K,
         bytes_moved=2 * (M * K + N * K + M * N + N),
         suites=suites,
+        ran=ran,
     )

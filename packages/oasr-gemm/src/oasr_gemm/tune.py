@@ -127,6 +127,7 @@ def measure_arms(op: str, dtype: str, M: int, N: int, K: int, arms: Sequence[str
             return out
 
         case.oasr = run
+        case.ran = lambda i, config=config: config.id
         result = bench.measure(case, reps=10)  # checks the answer against PyTorch first
         if result["error"]:
             raise RuntimeError(f"{arm} at M={M} N={N} K={K}: {result['error']}")

@@ -124,6 +124,9 @@ class Case:
     #: torch.cuda.synchronize() (when there is a GPU), so a GPU side counts until its work is
     #: done. A run whose selected cases are all "host" needs no GPU.
     clock: str = "cuda"
+    #: what OASR's side runs for a set of inputs, when that is chosen at run time (e.g. the
+    #: kernel a tuning table picks, or "cuBLAS"): the result's ``oasr_ran``, the table's "ran"
+    ran: Callable[[Any], str] | None = None
 
     def __post_init__(self):
         self.dtype = dtype_name(self.dtype)
@@ -131,8 +134,9 @@ class Case:
         for name in ("setup", "oasr", "peer"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"Case {self.name!r}: {name} must be callable")
-        if self.check is not None and not callable(self.check):
-            raise TypeError(f"Case {self.name!r}: check must be callable or None")
+        for name in ("check", "ran"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise TypeError(f"Case {self.name!r}: {name} must be callable or None")
         for name in ("bytes_moved", "flops"):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -431,7 +435,9 @@ def _copy_ceiling_tbps(device_idx: int, reps: int) -> float:
 # results
 
 
-def make_result(case: Case, timing: Timing | None, ceiling_tbps: float | None, error=None):
+def make_result(
+    case: Case, timing: Timing | None, ceiling_tbps: float | None, error=None, ran=None
+):
     """The result dict of one case (times None and ``error`` set when it could not be timed)."""
     oasr_us = timing.oasr_us if timing else None
     peer_us = timing.peer_us if timing else None
@@ -460,6 +466,7 @@ def make_result(case: Case, timing: Timing | None, ceiling_tbps: float | None, e
         "flops": case.flops,
         "timing": timing.method if timing else None,
         "input_sets": timing.input_sets if timing else None,
+        "oasr_ran": ran,
         "error": error,
     }
 
@@ -470,19 +477,23 @@ def measure(case: Case, reps: int = DEFAULT_REPS, ceiling_tbps: float | None = N
     import torch
 
     torch.manual_seed(0)
+    ran = None
     try:
         inputs = case.setup()
         _check_answer(case, inputs)
+        ran = case.ran(inputs) if case.ran is not None else None
     except Exception as exc:
-        return make_result(case, None, ceiling_tbps, error=f"check failed: {_describe(exc, 4)}")
+        error = f"check failed: {_describe(exc, 4)}"
+        return make_result(case, None, ceiling_tbps, error=error, ran=ran)
     try:
         timing = time_case(case, inputs, reps)
     except Exception as exc:
-        return make_result(case, None, ceiling_tbps, error=f"timing failed: {_describe(exc)}")
+        error = f"timing failed: {_describe(exc)}"
+        return make_result(case, None, ceiling_tbps, error=error, ran=ran)
     finally:
         del inputs
         torch.cuda.empty_cache()
-    return make_result(case, timing, ceiling_tbps)
+    return make_result(case, timing, ceiling_tbps, ran=ran)
 
 
 def geomean_by_op(results: Iterable[dict]) -> dict[str, float]:
@@ -518,14 +529,16 @@ def _cases(n: int) -> str:
 
 def format_table(results: list[dict]) -> str:
     """A fixed-width table (ratio = peer µs / OASR µs, > 1: OASR is faster; % copy = GB/s over
-    the measured copy ceiling), then the geometric mean of the ratios per op."""
+    the measured copy ceiling; "ran", when a case reports it: what OASR's side ran), then the
+    geometric mean of the ratios per op."""
+    with_ran = any(r.get("oasr_ran") for r in results)
+    columns = (*_COLUMNS, ("ran", 0, False)) if with_ran else _COLUMNS
     rows = []
     for r in results:
         if r.get("error"):
-            rows.append((r["name"], "FAILED", "", "", "", "", "", r["peer_name"], r["error"]))
-            continue
-        rows.append(
-            (
+            row = (r["name"], "FAILED", "", "", "", "", "", r["peer_name"], r["error"])
+        else:
+            row = (
                 r["name"],
                 _fmt(r["oasr_us"], ".2f"),
                 _fmt(r["peer_us"], ".2f"),
@@ -536,20 +549,20 @@ def format_table(results: list[dict]) -> str:
                 r["peer_name"],
                 r["timing"] or "",
             )
-        )
+        rows.append(row + ((r.get("oasr_ran") or "",) if with_ran else ()))
     widths = [
         max([width, len(title)] + [len(row[i]) for row in rows])
-        for i, (title, width, _) in enumerate(_COLUMNS)
+        for i, (title, width, _) in enumerate(columns)
     ]
 
     def line(cells) -> str:
         parts = [
             cell.rjust(w) if right else cell.ljust(w)
-            for cell, w, (_, _, right) in zip(cells, widths, _COLUMNS, strict=True)
+            for cell, w, (_, _, right) in zip(cells, widths, columns, strict=True)
         ]
         return "  ".join(parts).rstrip()
 
-    out = [line([title for title, _, _ in _COLUMNS]), line(["-" * w for w in widths])]
+    out = [line([title for title, _, _ in columns]), line(["-" * w for w in widths])]
     out += [line(row) for row in rows]
     means = geomean_by_op(results)
     if means:
