@@ -28,7 +28,7 @@ def test_asr_grid_and_counts():
     names = [c.name for c in cases]
     assert len(names) == len(set(names))
     assert set(BENCHMARKS_ROWS) <= set(names)
-    assert {c.op for c in cases} == {"gemm", "gemm_activation"}
+    assert {c.op for c in cases} == {"gemm", "gemm_activation", "bmm"}
     by_name = {c.name: c for c in cases}
     big = by_name["gemm bf16 48000x3840x1280"]
     assert big.flops == 2 * 48000 * 3840 * 1280
@@ -37,6 +37,11 @@ def test_asr_grid_and_counts():
     assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "t128x128x64_c1x1_pp (system)"
     small = by_name["gemm fp16 64x2048x512"]
     assert small.ran({"A": torch.empty(0, dtype=torch.float16)}) == "cuBLAS (system)"
+    scores = by_name["bmm fp16 16.4x250x32x250 q.kT"]
+    assert scores.flops == 2 * 64 * 250 * 250 * 32 and scores.op == "bmm"
+    assert by_name["bmm bf16 16.4x250x4x499 q.pos"].bytes_moved == 2 * (
+        16 * 4 * 250 * 4 + 4 * 4 * 499 + 64 * 250 * 499
+    )
     quick = gemm_bench.routines("quick")
     assert {c.name for c in quick} <= set(names) and len(quick) == 3
     assert gemm_bench.routines("nonexistent") == []

@@ -1,5 +1,6 @@
-"""Compile-only smoke: one variant of the sm90 template builds for sm_90a with nvcc (no GPU).
-About a minute on a 2-core machine."""
+"""Compile-only smoke for sm_90a with nvcc (no GPU): one variant of the sm90 template (about a
+minute on a 2-core machine), and one unit of bmm's CUTLASS 2.x general lane (its four
+alignments, about 20 s)."""
 
 from __future__ import annotations
 
@@ -30,4 +31,10 @@ def hopper(monkeypatch, tmp_path):
 def test_the_default_config_compiles_for_sm90a(hopper):
     spec = _jit.gen_gemm_module("oasr_gemm_smoke", [configs.DEFAULT], ("fp16",))
     assert "-gencode=arch=compute_90a,code=sm_90a" in spec.plan().manifest["ninja"]
+    assert is_complete_shared_object(spec.build())
+
+
+def test_a_bmm_unit_compiles_for_sm90a(hopper):
+    spec = _jit.gen_bmm_module("oasr_gemm_bmm_smoke", ("bf16",), ("b_col",))
+    assert [s.name for s in spec.sources if s.name.endswith(".cu")] == ["bmm_bf16_b_col.cu"]
     assert is_complete_shared_object(spec.build())

@@ -28,4 +28,19 @@ def test_production_and_tuning_specs():
     tune = _jit.gen_tuning_module(first, "bf16")
     assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
     assert [s.name for s in tune.sources if s.name.endswith(".cu")] == [f"gemm_bf16_{first.id}.cu"]
-    assert _jit.production_specs(None)[0].name == _jit.PRODUCTION_MODULE
+    assert [s.name for s in _jit.production_specs(None)] == [
+        _jit.PRODUCTION_MODULE,
+        _jit.BMM_MODULE,
+    ]
+
+
+def test_bmm_units_one_per_dtype_and_b_layout():
+    spec = _jit.gen_bmm_module()
+    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert sorted(rendered) == sorted(
+        f"bmm_{d}_{lay}.cu" for d in ("fp16", "bf16") for lay in ("b_row", "b_col")
+    )
+    text = rendered["bmm_bf16_b_col.cu"]
+    assert "launch_bmm<cutlass::bfloat16_t, false>" in text
+    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(bmm_bf16_b_col, run);" in text
+    assert "launch_bmm<cutlass::half_t, true>" in rendered["bmm_fp16_b_row.cu"]

@@ -1,7 +1,8 @@
 """oasr-gemm: GEMMs with fused epilogues for speech models (sm90: CUTLASS 3.x, TMA + wgmma).
 
 `gemm(A, B, C=None)` computes A · Bᵀ (+ bias or matrix C), `gemm_activation` adds an activation
-in the epilogue; fp16 and bf16 CUDA tensors, B in the ``nn.Linear`` weight layout. Which kernel
+in the epilogue; fp16 and bf16 CUDA tensors, B in the ``nn.Linear`` weight layout. `bmm(A, B)`
+is batched A · B with torch.matmul's broadcasting, on strided views of any extent. Which kernel
 runs is `select_default_config`'s choice (the tuning database, then the default config). The
 twins (`oasr_gemm.twins`) run the same contract through PyTorch.
 
@@ -17,6 +18,7 @@ from ._version import __version__  # noqa: F401
 
 _OPS = {
     **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
+    "bmm": "batched",
     **dict.fromkeys(
         ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"
     ),

@@ -3,6 +3,7 @@
     oasr_gemm          the production module: the default config and the basis, fp16 and bf16
     oasr_gemm_tune_<dtype>_<c> one tuning config in one dtype (built when a tuning run or a tuning
                                entry asks for it: a tuning run measures fp16 only)
+    oasr_gemm_bmm      bmm's general lane (CUTLASS 2.x): one unit per dtype and B layout
 
 nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
 minute and 4 GB (the build's job limit knows: ``use_cutlass``).
@@ -21,10 +22,14 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
 CSRC_DIR = PACKAGE_DIR / "csrc"
 TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm90.cu.jinja"
+BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm80.cu.jinja"
 
 #: dtype tag -> CUTLASS element type
 DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
 PRODUCTION_MODULE = "oasr_gemm"
+BMM_MODULE = "oasr_gemm_bmm"
+#: B's layout tag -> whether B is row-major ([K, N] with a unit stride along N)
+BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
 
 
 def function_name(config: GemmConfig, dtype: str) -> str:
@@ -66,16 +71,49 @@ def gen_tuning_module(config: GemmConfig, dtype: str) -> JitSpec:
     return gen_gemm_module(f"oasr_gemm_tune_{dtype}_{config.id}", [config], dtypes=(dtype,))
 
 
+def bmm_function_name(dtype: str, b_layout: str) -> str:
+    """The exported function of bmm's general lane: ``bmm_fp16_b_row``."""
+    return f"bmm_{dtype}_{b_layout}"
+
+
+def gen_bmm_module(
+    name: str = BMM_MODULE, dtypes=tuple(DTYPES), layouts=tuple(BMM_B_LAYOUTS)
+) -> JitSpec:
+    templates = [
+        (
+            f"{bmm_function_name(dtype, layout)}.cu",
+            BMM_TEMPLATE,
+            {
+                "dtype": dtype,
+                "ctype": DTYPES[dtype],
+                "b_layout": layout,
+                "b_row_major": "true" if BMM_B_LAYOUTS[layout] else "false",
+                "function": bmm_function_name(dtype, layout),
+            },
+        )
+        for dtype in dtypes
+        for layout in layouts
+    ]
+    return gen_jinja_jit_spec(
+        name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
+    )
+
+
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds: the production module (sm90 only)."""
+    """The modules `oasr jit prebuild` builds: the GEMM production module and bmm's (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
-    return [gen_production_module()]
+    return [gen_production_module(), gen_bmm_module()]
 
 
 @functools.cache
 def production_module():
     return gen_production_module().build_and_load()
+
+
+@functools.cache
+def bmm_module():
+    return gen_bmm_module().build_and_load()
 
 
 @functools.cache

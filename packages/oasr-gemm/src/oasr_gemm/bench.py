@@ -5,6 +5,9 @@ and ``F.silu`` / ``F.gelu`` after it for the fused epilogues, on the ASR shapes 
 shared/design/BENCHMARKS.md (M = batch × frames, N × K from the model widths), fp16 and bf16.
 ``flops`` is 2·M·N·K; ``bytes_moved`` counts A, B, the bias and D once each.
 
+`bmm` cases run Zipformer's attention products against ``torch.matmul`` on the same views
+(shape ``<batch>x<M>x<K>x<N>``, batch dims joined by ``.``).
+
 Importing this module is cheap: torch and the ops are imported inside the functions.
 """
 
@@ -35,6 +38,13 @@ ACTIVATION_SHAPES = (
     (16000, 4096, 1024, "swish"),
     (48000, 5120, 1280, "gelu"),
 )
+#: Zipformer attention products (batch 16 × 4 heads, T 250): (label, A shape, B shape, whether B
+#: is a K-contiguous view of [..., N, K])
+BMM_SHAPES = (
+    ("q.kT", (16, 4, 250, 32), (16, 4, 250, 32), True),  # scores; B = keys.transpose(-1, -2)
+    ("attn.v", (16, 4, 250, 250), (16, 4, 250, 12), False),  # weights · values, head dim 12
+    ("q.pos", (16, 4, 250, 4), (1, 4, 4, 499), False),  # position scores: dim 4, B broadcast
+)
 #: the fp16 cases of suite "quick" (BENCHMARKS.md's PyTorch rows)
 QUICK = {
     ("gemm", (8000, 2048, 256)),
@@ -56,7 +66,54 @@ def all_cases(device: str = "cuda") -> list:
             _gemm_case(dtype, M, N, K, device=device, activation=act)
             for M, N, K, act in ACTIVATION_SHAPES
         ]
+        cases += [_bmm_case(dtype, *shape, device=device) for shape in BMM_SHAPES]
     return cases
+
+
+def _bmm_case(dtype: str, label: str, a_shape, b_shape, b_transposed: bool, *, device: str):
+    from oasr_jit.bench import Case
+
+    def setup():
+        import torch
+
+        torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        K = a_shape[-1]
+        A = torch.randn(a_shape, device=device).to(torch_dtype)
+        if b_transposed:
+            B = (torch.randn(b_shape, device=device) * K**-0.5).to(torch_dtype).transpose(-1, -2)
+        else:
+            B = (torch.randn(b_shape, device=device) * K**-0.5).to(torch_dtype)
+        return {"A": A, "B": B}
+
+    def oasr(i):
+        import oasr_gemm
+
+        return oasr_gemm.bmm(i["A"], i["B"])
+
+    def peer(i):
+        import torch
+
+        return torch.matmul(i["A"], i["B"])
+
+    import math
+
+    *batch, M, K = a_shape
+    N = b_shape[-2] if b_transposed else b_shape[-1]
+    problems = math.prod(batch)
+    shape = f"{'.'.join(map(str, batch))}x{M}x{K}x{N}"
+    return Case(
+        name=f"bmm {dtype} {shape} {label}",
+        op="bmm",
+        dtype=dtype,
+        shape=shape,
+        setup=setup,
+        oasr=oasr,
+        peer=peer,
+        peer_name="torch.matmul",
+        flops=2 * problems * M * N * K,
+        bytes_moved=2 * (math.prod(a_shape) + math.prod(b_shape) + problems * M * N),
+        suites={"asr"},
+    )
 
 
 def _gemm_case(dtype: str, M: int, N: int, K: int, *, device: str, activation: str | None = None):

@@ -1,8 +1,9 @@
 """PyTorch twins of the GEMM ops: the same contract (D = act(A · Bᵀ + C)), through F.linear
-(cuBLAS). ``backend="torch"`` runs these."""
+(cuBLAS), and `bmm` through torch.matmul. ``backend="torch"`` runs these."""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
 _ACTIVATIONS = {
@@ -30,8 +31,16 @@ def gemm(A, B, C=None, *, out=None):
     return gemm_activation(A, B, C, activation="identity", out=out)
 
 
+def bmm(A, B, *, out=None):
+    y = torch.matmul(A, B)
+    if out is None:
+        return y
+    out.copy_(y)
+    return out
+
+
 def activation_names() -> tuple[str, ...]:
     return tuple(_ACTIVATIONS)
 
 
-__all__ = ["activation_names", "gemm", "gemm_activation"]
+__all__ = ["activation_names", "bmm", "gemm", "gemm_activation"]

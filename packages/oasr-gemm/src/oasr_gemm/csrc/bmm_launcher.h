@@ -1,0 +1,136 @@
+// The launcher of bmm's general lane (one rendered translation unit per dtype and B layout):
+// the checks, the batch folding, the alignment choice, the launches.
+//
+// out [B0, B1, M, N] (contiguous) = a [B0, B1, M, K] · b [B0, B1, K, N], where a and b are any
+// strided views (stride 0: a broadcast batch), a with a unit stride along K and b with a unit
+// stride along N (kBRowMajor) or along K. The Python API brings every call to this 4-D form
+// without copies.
+#pragma once
+
+#include "oasr/gemm/bmm_sm80_template.cuh"
+#include "tvm_ffi_utils.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
+
+namespace oasr::gemm {
+
+// A stride that does not matter (its dim has one element) is 0, so it never limits the
+// alignment and a size-1 batch dim folds with anything.
+inline int64_t used_stride(const TensorView& t, int dim) {
+  return t.size(dim) > 1 ? t.stride(dim) : 0;
+}
+
+// The widest alignment (elements: 8, 4, 2, 1) that divides every value.
+inline int widest_alignment(std::initializer_list<int64_t> values) {
+  for (int align : {8, 4, 2}) {
+    if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v % align == 0; })) {
+      return align;
+    }
+  }
+  return 1;
+}
+
+template <typename T, bool kBRowMajor, int kAlign>
+void run_bmm(const BmmProblem<T>& p, cudaStream_t stream, const char* variant) {
+  const cutlass::Status status = Sm80Bmm<T, kBRowMajor, kAlign>::run(p, stream);
+  if (status != cutlass::Status::kSuccess) {
+    check_cuda_status(cudaGetLastError(), variant);
+    TVM_FFI_THROW(RuntimeError) << variant << " (alignment " << kAlign
+                                << ") refused M=" << p.m << " N=" << p.n << " K=" << p.k
+                                << " batch=" << p.batch << ": "
+                                << cutlassGetStatusString(status);
+  }
+}
+
+template <typename T, bool kBRowMajor>
+void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant) {
+  DeviceScope scope(out);
+  constexpr DLDataType kDtype = std::is_same_v<T, cutlass::half_t> ? kFloat16 : kBFloat16;
+  check_dtype(out, {kDtype}, "out");
+  scope.check_same_device(a, "A");
+  scope.check_same_device(b, "B");
+  check_same_dtype(a, "A", out, "out");
+  check_same_dtype(b, "B", out, "out");
+  check_ndim(out, 4, "out");
+  check_ndim(a, 4, "A");
+  check_ndim(b, 4, "B");
+  check_contiguous(out, "out");
+  const int64_t b0 = out.size(0), b1 = out.size(1), m = out.size(2), n = out.size(3);
+  const int64_t k = a.size(3);
+  if (a.size(0) != b0 || a.size(1) != b1 || a.size(2) != m || b.size(0) != b0 ||
+      b.size(1) != b1 || b.size(2) != k || b.size(3) != n) {
+    TVM_FFI_THROW(ValueError) << "A " << shape_str(a) << " and B " << shape_str(b)
+                              << " do not make out " << shape_str(out)
+                              << " (A [B0, B1, M, K], B [B0, B1, K, N])";
+  }
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+    TVM_FFI_THROW(ValueError) << "bmm extents must be below 2^31";
+  }
+  if (k > 1 && a.stride(3) != 1) {
+    TVM_FFI_THROW(ValueError) << "A " << shape_str(a) << " (strides " << strides_str(a)
+                              << ") needs a unit stride along K; pass A.contiguous()";
+  }
+  const bool b_unit = kBRowMajor ? (n == 1 || b.stride(3) == 1) : (k == 1 || b.stride(2) == 1);
+  if (!b_unit) {
+    TVM_FFI_THROW(ValueError) << "B " << shape_str(b) << " (strides " << strides_str(b)
+                              << ") needs a unit stride along " << (kBRowMajor ? "N" : "K")
+                              << " for " << variant;
+  }
+  check_no_overlap(out, "out", a, "A");
+  check_no_overlap(out, "out", b, "B");
+  if (b0 * b1 * m * n == 0) return;
+  if (k == 0) TVM_FFI_THROW(ValueError) << "K is 0: the product is empty";
+
+  BmmProblem<T> p{};
+  p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
+  p.lda = m > 1 ? a.stride(2) : k;
+  p.ldb = kBRowMajor ? (k > 1 ? b.stride(2) : n) : (n > 1 ? b.stride(3) : k);
+  p.ldd = n;
+  const int64_t sa0 = used_stride(a, 0), sa1 = used_stride(a, 1);
+  const int64_t sb0 = used_stride(b, 0), sb1 = used_stride(b, 1);
+  // One batch mode of L problems when the two batch dims fold into one stride per operand;
+  // else B0 launches of B1 problems each.
+  int64_t outer = 1, batch = b0 * b1, stride_a = sa1, stride_b = sb1;
+  if (b1 == 1) {
+    stride_a = sa0, stride_b = sb0;
+  } else if (b0 > 1 && (sa0 != sa1 * b1 || sb0 != sb1 * b1)) {
+    outer = b0, batch = b1;
+  }
+  p.batch_stride_a = stride_a, p.batch_stride_b = stride_b, p.batch_stride_d = m * n;
+  const int64_t esize = sizeof(T);
+  for (const TensorView* t : {&a, &b, &out}) {  // cannot happen for torch tensors
+    if (reinterpret_cast<uintptr_t>(data_bytes(*t)) % esize != 0) {
+      TVM_FFI_THROW(ValueError) << "an operand does not start on an element boundary";
+    }
+  }
+  auto start = [&](const TensorView& t) {
+    return static_cast<int64_t>(reinterpret_cast<uintptr_t>(data_bytes(t)) / esize);
+  };
+  // K is A's contiguous extent, N the output's (and B's when row-major)
+  const int align = widest_alignment(
+      {start(a), start(b), start(out), p.lda, p.ldb, n, k, sa0, sa1, sb0, sb1});
+  const T* a0 = reinterpret_cast<const T*>(data_bytes(a));
+  const T* b0p = reinterpret_cast<const T*>(data_bytes(b));
+  T* d0 = reinterpret_cast<T*>(data_bytes(out));
+  constexpr int64_t kMaxBatch = 65535;  // gridDim.z
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t first = 0; first < batch; first += kMaxBatch) {
+      BmmProblem<T> q = p;
+      q.batch = static_cast<int>(std::min(kMaxBatch, batch - first));
+      q.a = a0 + o * sa0 + first * stride_a;
+      q.b = b0p + o * sb0 + first * stride_b;
+      q.d = d0 + (o * batch + first) * m * n;
+      switch (align) {
+        case 8: run_bmm<T, kBRowMajor, 8>(q, scope.stream(), variant); break;
+        case 4: run_bmm<T, kBRowMajor, 4>(q, scope.stream(), variant); break;
+        case 2: run_bmm<T, kBRowMajor, 2>(q, scope.stream(), variant); break;
+        default: run_bmm<T, kBRowMajor, 1>(q, scope.stream(), variant); break;
+      }
+    }
+  }
+}
+
+}  // namespace oasr::gemm

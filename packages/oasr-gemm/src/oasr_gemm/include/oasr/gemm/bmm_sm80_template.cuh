@@ -1,0 +1,74 @@
+// The general lane of `bmm`: CUTLASS 2.x GemmUniversal in batched mode, one kernel per
+// (dtype, B layout, alignment), for operands TMA cannot read (odd extents, stride-0 broadcast
+// batches, B contiguous along K or along N).
+//
+//   D[l] = A[l] · B[l],   A[l] [M, K] row-major, B[l] [K, N] row- or column-major, D[l] [M, N]
+//
+// Each operand has its own batch stride (0: broadcast). fp32 accumulation. Alignment (elements)
+// 8, 4 or 2 runs the mma.sync tensor-op kernel (cp.async needs 4-byte pieces at least);
+// alignment 1 runs a SIMT kernel. The launcher (csrc/bmm_launcher.h) picks the widest alignment
+// that every pointer, leading dimension, contiguous extent and batch stride allows.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/gemm/device/gemm_universal.h>
+#include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+
+#include <type_traits>
+
+namespace oasr::gemm {
+
+// One batched problem, in elements; the launcher checked the alignment it was built for.
+template <typename T>
+struct BmmProblem {
+  const T* a;
+  const T* b;
+  T* d;
+  int m, n, k, batch;
+  int64_t lda, ldb, ldd;
+  int64_t batch_stride_a, batch_stride_b, batch_stride_d;
+};
+
+template <typename T, bool kBRowMajor, int kAlign>
+struct Sm80Bmm {
+  static constexpr bool kTensorOp = kAlign >= 2;
+  using LayoutB =
+      std::conditional_t<kBRowMajor, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>;
+  using OpClass = std::conditional_t<kTensorOp, cutlass::arch::OpClassTensorOp,
+                                     cutlass::arch::OpClassSimt>;
+  using Arch = std::conditional_t<kTensorOp, cutlass::arch::Sm80, cutlass::arch::Sm50>;
+  // 64 x 64 tiles: the Zipformer shapes this lane exists for have K and N of 4 to a few hundred
+  using ThreadblockShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<64, 64, 32>,
+                                              cutlass::gemm::GemmShape<64, 64, 8>>;
+  using WarpShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<32, 32, 32>,
+                                       cutlass::gemm::GemmShape<32, 32, 8>>;
+  using InstructionShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<16, 8, 16>,
+                                              cutlass::gemm::GemmShape<1, 1, 1>>;
+  static constexpr int kStages = kTensorOp ? 3 : 2;
+  using Epilogue =
+      cutlass::epilogue::thread::LinearCombination<T, kTensorOp ? kAlign : 1, float, float>;
+  using Gemm = cutlass::gemm::device::GemmUniversal<
+      T, cutlass::layout::RowMajor, T, LayoutB, T, cutlass::layout::RowMajor, float, OpClass,
+      Arch, ThreadblockShape, WarpShape, InstructionShape, Epilogue,
+      cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, kStages, kAlign, kAlign>;
+
+  static cutlass::Status run(const BmmProblem<T>& p, cudaStream_t stream) {
+    typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kBatched,
+                                  {p.m, p.n, p.k}, p.batch, {1.0f, 0.0f}, p.a, p.b, p.d, p.d,
+                                  p.batch_stride_a, p.batch_stride_b, p.batch_stride_d,
+                                  p.batch_stride_d, p.lda, p.ldb, p.ldd, p.ldd);
+    Gemm gemm;
+    cutlass::Status status = gemm.can_implement(args);
+    if (status != cutlass::Status::kSuccess) return status;
+    // batched mode needs no workspace; a null one is what the launcher can give
+    if (Gemm::get_workspace_size(args) != 0) return cutlass::Status::kErrorWorkspaceNull;
+    status = gemm.initialize(args, nullptr, stream);
+    if (status != cutlass::Status::kSuccess) return status;
+    return gemm.run(stream);
+  }
+};
+
+}  // namespace oasr::gemm

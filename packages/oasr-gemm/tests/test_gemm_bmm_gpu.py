@@ -1,0 +1,122 @@
+"""`bmm`'s general lane on the GPU against an fp32 reference: every alignment the launcher can
+pick (8, 4, 2 on tensor cores, 1 on SIMT), B contiguous along N or along K, broadcast batches,
+two batch dims that do not fold into one stride, padded rows, more problems than a grid's z
+dimension holds, ``out=``; refusals of a direct module call; CUDA-graph capture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import oasr_gemm
+from oasr_gemm import _jit
+from oasr_jit.testing import skip_unless_gpu
+
+pytestmark = skip_unless_gpu()
+
+DTYPES = [torch.float16, torch.bfloat16]
+
+
+def _randn(*shape, dtype, seed=0, scale=1.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(*shape, device="cuda", generator=gen) * scale).to(dtype)
+
+
+def _check(A, B, dtype, **kw):
+    want = torch.matmul(A.float(), B.float())
+    out = torch.full(want.shape, float("nan"), device="cuda", dtype=dtype)
+    got = oasr_gemm.bmm(A, B, out=out, **kw)
+    assert got is out
+    tol = 1e-2 if dtype == torch.float16 else 4e-2
+    torch.testing.assert_close(out.float(), want, rtol=tol, atol=tol)
+    fresh = oasr_gemm.bmm(A, B, **kw)
+    assert fresh.shape == want.shape and torch.equal(fresh, out)
+
+
+# (L, M, K, N): the alignment the launcher picks is in the comment
+SHAPES = [
+    (4, 64, 32, 256),  # 8: tensor cores, 16-byte pieces
+    (6, 250, 32, 12),  # 4: N 12 (Zipformer value head)
+    (6, 30, 250, 12),  # 2: K 250 (attention weights · values)
+    (5, 33, 7, 5),  # 1: SIMT
+    (8, 250, 4, 250),  # 4: K 4 (Zipformer position head), N 250 -> 2
+    (3, 1, 8, 8),  # M 1
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
+def test_shapes_and_layouts(shape, b_layout, dtype):
+    L, M, K, N = shape
+    A = _randn(L, M, K, dtype=dtype)
+    if b_layout == "b_row":
+        B = _randn(L, K, N, dtype=dtype, seed=1, scale=K**-0.5)
+    else:  # a transposed view of [L, N, K]: contiguous along K
+        B = _randn(L, N, K, dtype=dtype, seed=1, scale=K**-0.5).transpose(-1, -2)
+    _check(A, B, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_batches(dtype):
+    A = _randn(2, 3, 50, 32, dtype=dtype)
+    _check(A, _randn(3, 32, 40, dtype=dtype, seed=1, scale=0.2), dtype)  # B over dim 0
+    _check(A, _randn(32, 40, dtype=dtype, seed=2, scale=0.2), dtype)  # B over both
+    _check(_randn(50, 32, dtype=dtype), _randn(4, 32, 40, dtype=dtype, seed=3), dtype)  # A
+    _check(_randn(2, 1, 50, 32, dtype=dtype), _randn(1, 3, 32, 40, dtype=dtype, seed=4), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_dims_that_do_not_fold_and_padded_rows(dtype):
+    base = _randn(3, 2, 50, 40, dtype=dtype)
+    A = base.permute(1, 0, 2, 3)[..., :36]  # [2, 3, 50, 36]: strides (2000, 4000, 40, 1)
+    B = _randn(2, 3, 36, 24, dtype=dtype, seed=1, scale=1 / 6)
+    _check(A, B, dtype)
+
+
+def test_more_problems_than_the_grid_z_dimension():
+    dtype = torch.float16
+    A = _randn(70000, 2, 8, dtype=dtype)
+    B = _randn(70000, 8, 8, dtype=dtype, seed=1)
+    _check(A, B, dtype)
+
+
+def test_empty_and_zero_k():
+    dtype = torch.bfloat16
+    assert oasr_gemm.bmm(_randn(0, 5, 8, dtype=dtype), _randn(0, 8, 8, dtype=dtype)).shape == (
+        0,
+        5,
+        8,
+    )
+    out = oasr_gemm.bmm(_randn(2, 5, 0, dtype=dtype), _randn(2, 0, 8, dtype=dtype))
+    assert torch.equal(out, torch.zeros(2, 5, 8, device="cuda", dtype=dtype))
+
+
+def test_direct_module_call_refusals():
+    dtype = torch.float16
+    fn = getattr(_jit.bmm_module(), _jit.bmm_function_name("fp16", "b_row"))
+    A, B = _randn(1, 2, 5, 8, dtype=dtype), _randn(1, 2, 8, 8, dtype=dtype)
+    with pytest.raises(ValueError):
+        fn(torch.empty(2, 5, 8, device="cuda", dtype=dtype), A, B)  # out not 4-D
+    with pytest.raises(ValueError, match="unit stride along N"):
+        fn(torch.empty(1, 2, 5, 8, device="cuda", dtype=dtype), A, B.transpose(-1, -2))
+    with pytest.raises(ValueError, match="shares storage"):
+        fn(A, A, B)
+    torch.cuda.synchronize()
+
+
+def test_graph_capture():
+    dtype = torch.float16
+    A = _randn(8, 250, 32, dtype=dtype)
+    B = _randn(8, 250, 32, dtype=dtype, seed=1, scale=0.2).transpose(-1, -2)
+    out = torch.empty(8, 250, 250, device="cuda", dtype=dtype)
+    oasr_gemm.bmm(A, B, out=out)  # builds and loads the module outside the capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        oasr_gemm.bmm(A, B, out=out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out.float(), A.float() @ B.float(), rtol=1e-2, atol=1e-2)
