@@ -165,8 +165,9 @@ def test_backend_checks_need_a_backend_parameter():
 
 
 def test_lazy_package_keeps_a_function_named_like_its_submodule(tmp_path, monkeypatch):
-    """``softmax`` exported from ``softmax.py``: whichever name is read first, the package's
-    ``softmax`` stays the function (the import system binds the submodule to that attribute)."""
+    """``softmax`` exported from ``softmax.py``: whichever name is read first, and after a direct
+    import of the submodule, the package's ``softmax`` stays the function (the import system
+    binds the submodule to that attribute)."""
     import importlib
     import sys
 
@@ -181,10 +182,13 @@ def test_lazy_package_keeps_a_function_named_like_its_submodule(tmp_path, monkey
     (pkg / "softmax.py").write_text("def softmax(): return 's'\ndef log_softmax(): return 'l'\n")
     (pkg / "act.py").write_text("from .softmax import softmax as _s\ndef relu(): return 'r'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for first in ("log_softmax", "relu", "softmax"):
+    for first in ("log_softmax", "relu", "softmax", "lazyfam.softmax"):
         for name in [m for m in sys.modules if m == "lazyfam" or m.startswith("lazyfam.")]:
             del sys.modules[name]
         lazyfam = importlib.import_module("lazyfam")
-        getattr(lazyfam, first)
+        if first.startswith("lazyfam."):
+            importlib.import_module(first)  # `from lazyfam.softmax import ...` as the first touch
+        else:
+            getattr(lazyfam, first)
         assert lazyfam.softmax() == "s", first
         assert lazyfam.log_softmax() == "l" and lazyfam.relu() == "r"

@@ -87,12 +87,27 @@ def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...
     """
     import importlib
     import sys
+    import types
 
     exported = ["__version__", *sorted(names), *submodules]
     # A name exported from the submodule of the same name (``softmax`` from ``softmax.py``): the
-    # import system binds the submodule to the package's attribute when it is first imported,
-    # whatever imported it, which would hide the function.
-    shadowed = [n for n, module in names.items() if n == module]
+    # import system binds a submodule to the package's attribute when it is first imported,
+    # whatever imported it (``from pkg.softmax import x`` too), which would hide the function.
+    # The package's class turns that binding into the function's.
+    shadowed = {n for n, module in names.items() if n == module}
+
+    class LazyPackage(types.ModuleType):
+        def __setattr__(self, name: str, value) -> None:
+            if (
+                name in shadowed
+                and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{package}.{name}"
+            ):
+                value = getattr(value, name)
+            super().__setattr__(name, value)
+
+    if shadowed:
+        sys.modules[package].__class__ = LazyPackage
 
     def __getattr__(name: str):
         if name in names:
@@ -101,12 +116,7 @@ def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...
             value = importlib.import_module(f"{package}.{name}")
         else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        pkg = sys.modules[package]
-        setattr(pkg, name, value)  # later lookups skip __getattr__
-        for n in shadowed:  # give the functions back their names
-            loaded = sys.modules.get(f"{package}.{n}")
-            if loaded is not None and getattr(pkg, n, None) is loaded:
-                setattr(pkg, n, getattr(loaded, n))
+        setattr(sys.modules[package], name, value)  # later lookups skip __getattr__
         return value
 
     def __dir__() -> list[str]:
