@@ -28,7 +28,7 @@ def test_asr_grid_and_counts():
     names = [c.name for c in cases]
     assert len(names) == len(set(names))
     assert set(BENCHMARKS_ROWS) <= set(names)
-    assert {c.op for c in cases} == {"gemm", "gemm_activation", "bmm"}
+    assert {c.op for c in cases} == {"gemm", "gemm_activation", "bmm", "group_gemm"}
     by_name = {c.name: c for c in cases}
     big = by_name["gemm bf16 48000x3840x1280"]
     assert big.flops == 2 * 48000 * 3840 * 1280
@@ -42,6 +42,8 @@ def test_asr_grid_and_counts():
     assert by_name["bmm bf16 16.4x250x4x499 q.pos"].bytes_moved == 2 * (
         16 * 4 * 250 * 4 + 4 * 4 * 499 + 64 * 250 * 499
     )
+    grouped = by_name["group_gemm fp16 8x8000x512x512 8 adapters"]
+    assert grouped.flops == 2 * 8000 * 512 * 512
     quick = gemm_bench.routines("quick")
     assert {c.name for c in quick} <= set(names) and len(quick) == 3
     assert gemm_bench.routines("nonexistent") == []

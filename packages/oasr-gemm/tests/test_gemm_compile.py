@@ -1,6 +1,6 @@
 """Compile-only smoke for sm_90a with nvcc (no GPU): one variant of the sm90 template (about a
-minute on a 2-core machine), and one unit of bmm's CUTLASS 2.x general lane (its four
-alignments, about 20 s)."""
+minute on a 2-core machine), one unit of bmm's CUTLASS 2.x general lane (its four alignments,
+about 20 s) and one of group_gemm (about 15 s)."""
 
 from __future__ import annotations
 
@@ -37,4 +37,9 @@ def test_the_default_config_compiles_for_sm90a(hopper):
 def test_a_bmm_unit_compiles_for_sm90a(hopper):
     spec = _jit.gen_bmm_module("oasr_gemm_bmm_smoke", ("bf16",), ("b_col",))
     assert [s.name for s in spec.sources if s.name.endswith(".cu")] == ["bmm_bf16_b_col.cu"]
+    assert is_complete_shared_object(spec.build())
+
+
+def test_a_group_gemm_unit_compiles_for_sm90a(hopper):
+    spec = _jit.gen_group_module("oasr_gemm_group_smoke", ("fp16",))
     assert is_complete_shared_object(spec.build())

@@ -31,6 +31,7 @@ def test_production_and_tuning_specs():
     assert [s.name for s in _jit.production_specs(None)] == [
         _jit.PRODUCTION_MODULE,
         _jit.BMM_MODULE,
+        _jit.GROUP_MODULE,
     ]
 
 
@@ -44,3 +45,11 @@ def test_bmm_units_one_per_dtype_and_b_layout():
     assert "launch_bmm<cutlass::bfloat16_t, false>" in text
     assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(bmm_bf16_b_col, run);" in text
     assert "launch_bmm<cutlass::half_t, true>" in rendered["bmm_fp16_b_row.cu"]
+
+
+def test_group_gemm_units_one_per_dtype():
+    spec = _jit.gen_group_module()
+    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert sorted(rendered) == ["group_gemm_bf16.cu", "group_gemm_fp16.cu"]
+    assert "launch_group_gemm<cutlass::half_t>" in rendered["group_gemm_fp16.cu"]
+    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(group_gemm_bf16, run);" in rendered["group_gemm_bf16.cu"]

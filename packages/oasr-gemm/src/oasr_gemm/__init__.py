@@ -2,7 +2,8 @@
 
 `gemm(A, B, C=None)` computes A · Bᵀ (+ bias or matrix C), `gemm_activation` adds an activation
 in the epilogue; fp16 and bf16 CUDA tensors, B in the ``nn.Linear`` weight layout. `bmm(A, B)`
-is batched A · B with torch.matmul's broadcasting, on strided views of any extent. Which kernel
+is batched A · B with torch.matmul's broadcasting, on strided views of any extent;
+`group_gemm(A, B, offsets)` runs one GEMM per row segment of A with its own weight. Which kernel
 runs is `select_default_config`'s choice (the tuning database, then the default config). The
 twins (`oasr_gemm.twins`) run the same contract through PyTorch.
 
@@ -19,6 +20,7 @@ from ._version import __version__  # noqa: F401
 _OPS = {
     **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
     "bmm": "batched",
+    "group_gemm": "grouped",
     **dict.fromkeys(
         ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"
     ),

@@ -4,6 +4,7 @@
     oasr_gemm_tune_<dtype>_<c> one tuning config in one dtype (built when a tuning run or a tuning
                                entry asks for it: a tuning run measures fp16 only)
     oasr_gemm_bmm      bmm's general lane (CUTLASS 2.x): one unit per dtype and B layout
+    oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
 
 nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
 minute and 4 GB (the build's job limit knows: ``use_cutlass``).
@@ -23,11 +24,13 @@ INCLUDE_DIR = PACKAGE_DIR / "include"
 CSRC_DIR = PACKAGE_DIR / "csrc"
 TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm90.cu.jinja"
 BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm80.cu.jinja"
+GROUP_TEMPLATE = PACKAGE_DIR / "templates" / "group_gemm_sm80.cu.jinja"
 
 #: dtype tag -> CUTLASS element type
 DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
 PRODUCTION_MODULE = "oasr_gemm"
 BMM_MODULE = "oasr_gemm_bmm"
+GROUP_MODULE = "oasr_gemm_group"
 #: B's layout tag -> whether B is row-major ([K, N] with a unit stride along N)
 BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
 
@@ -99,11 +102,31 @@ def gen_bmm_module(
     )
 
 
+def group_function_name(dtype: str) -> str:
+    """The exported function of group_gemm: ``group_gemm_fp16``."""
+    return f"group_gemm_{dtype}"
+
+
+def gen_group_module(name: str = GROUP_MODULE, dtypes=tuple(DTYPES)) -> JitSpec:
+    templates = [
+        (
+            f"{group_function_name(dtype)}.cu",
+            GROUP_TEMPLATE,
+            {"dtype": dtype, "ctype": DTYPES[dtype], "function": group_function_name(dtype)},
+        )
+        for dtype in dtypes
+    ]
+    return gen_jinja_jit_spec(
+        name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
+    )
+
+
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds: the GEMM production module and bmm's (sm90)."""
+    """The modules `oasr jit prebuild` builds: the GEMM production module, bmm's and
+    group_gemm's (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
-    return [gen_production_module(), gen_bmm_module()]
+    return [gen_production_module(), gen_bmm_module(), gen_group_module()]
 
 
 @functools.cache
@@ -114,6 +137,11 @@ def production_module():
 @functools.cache
 def bmm_module():
     return gen_bmm_module().build_and_load()
+
+
+@functools.cache
+def group_module():
+    return gen_group_module().build_and_load()
 
 
 @functools.cache

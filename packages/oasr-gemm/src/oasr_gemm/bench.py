@@ -45,6 +45,8 @@ BMM_SHAPES = (
     ("attn.v", (16, 4, 250, 250), (16, 4, 250, 12), False),  # weights · values, head dim 12
     ("q.pos", (16, 4, 250, 4), (1, 4, 4, 499), False),  # position scores: dim 4, B broadcast
 )
+#: group_gemm: per-group weights over ragged row counts (label, rows per group, N, K)
+GROUP_SHAPES = (("8 adapters", (700, 1300, 900, 1100, 500, 1500, 1000, 1000), 512, 512),)
 #: the fp16 cases of suite "quick" (BENCHMARKS.md's PyTorch rows)
 QUICK = {
     ("gemm", (8000, 2048, 256)),
@@ -67,7 +69,57 @@ def all_cases(device: str = "cuda") -> list:
             for M, N, K, act in ACTIVATION_SHAPES
         ]
         cases += [_bmm_case(dtype, *shape, device=device) for shape in BMM_SHAPES]
+        cases += [_group_case(dtype, *shape, device=device) for shape in GROUP_SHAPES]
     return cases
+
+
+def _group_case(dtype: str, label: str, rows, N: int, K: int, *, device: str):
+    from oasr_jit.bench import Case
+
+    bounds = [0]
+    for r in rows:
+        bounds.append(bounds[-1] + r)
+
+    def setup():
+        import torch
+
+        torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        A = torch.randn(bounds[-1], K, device=device).to(torch_dtype)
+        B = (torch.randn(len(rows), N, K, device=device) * K**-0.5).to(torch_dtype)
+        offsets = torch.tensor(bounds, dtype=torch.int32, device=device)
+        return {"A": A, "B": B, "offsets": offsets}
+
+    def oasr(i):
+        import oasr_gemm
+
+        return oasr_gemm.group_gemm(i["A"], i["B"], i["offsets"], check_offsets=False)
+
+    def peer(i):  # what a PyTorch user writes: one F.linear per group (bounds known on the host)
+        import itertools
+
+        import torch
+        import torch.nn.functional as F
+
+        A, B = i["A"], i["B"]
+        return torch.cat(
+            [F.linear(A[lo:hi], B[g]) for g, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+        )
+
+    total, G = bounds[-1], len(rows)
+    shape = f"{G}x{total}x{N}x{K}"
+    return Case(
+        name=f"group_gemm {dtype} {shape} {label}",
+        op="group_gemm",
+        dtype=dtype,
+        shape=shape,
+        setup=setup,
+        oasr=oasr,
+        peer=peer,
+        peer_name="F.linear per group + torch.cat",
+        flops=2 * total * N * K,
+        bytes_moved=2 * (total * K + G * N * K + total * N),
+        suites={"asr"},
+    )
 
 
 def _bmm_case(dtype: str, label: str, a_shape, b_shape, b_transposed: bool, *, device: str):

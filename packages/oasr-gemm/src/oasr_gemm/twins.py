@@ -1,7 +1,10 @@
-"""PyTorch twins of the GEMM ops: the same contract (D = act(A · Bᵀ + C)), through F.linear
-(cuBLAS), and `bmm` through torch.matmul. ``backend="torch"`` runs these."""
+"""PyTorch twins of the GEMM ops, with the same contracts: D = act(A · Bᵀ + C) through F.linear
+(cuBLAS), `bmm` through torch.matmul, `group_gemm` one F.linear per group. ``backend="torch"``
+runs these."""
 
 from __future__ import annotations
+
+import itertools
 
 import torch
 import torch.nn.functional as F
@@ -39,8 +42,19 @@ def bmm(A, B, *, out=None):
     return out
 
 
+def group_gemm(A, B, offsets, *, out=None):
+    bounds = offsets.tolist()
+    y = torch.cat(
+        [F.linear(A[lo:hi], B[g]) for g, (lo, hi) in enumerate(itertools.pairwise(bounds))]
+    )
+    if out is None:
+        return y
+    out.copy_(y)
+    return out
+
+
 def activation_names() -> tuple[str, ...]:
     return tuple(_ACTIVATIONS)
 
 
-__all__ = ["activation_names", "bmm", "gemm", "gemm_activation"]
+__all__ = ["activation_names", "bmm", "gemm", "gemm_activation", "group_gemm"]
