@@ -1,7 +1,8 @@
-"""`bmm`'s general lane on the GPU against an fp32 reference: every alignment the launcher can
-pick (8, 4, 2 on tensor cores, 1 on SIMT), B contiguous along N or along K, broadcast batches,
-two batch dims that do not fold into one stride, padded rows, more problems than a grid's z
-dimension holds, ``out=``; refusals of a direct module call; CUDA-graph capture."""
+"""`bmm`'s general lane on the GPU against an fp32 reference: the alignments the launcher picks
+(loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), B contiguous along N or along K,
+broadcast batches, two batch dims that do not fold into one stride (either one outer), padded
+rows, more problems than a grid's z dimension holds, ``out=``; refusals of a direct module call;
+CUDA-graph capture."""
 
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ def _check(A, B, dtype, **kw):
     assert fresh.shape == want.shape and torch.equal(fresh, out)
 
 
-# (L, M, K, N): the alignment the launcher picks is in the comment
+# (L, M, K, N): the (load, store) alignments the launcher picks, for B along K / along N
 SHAPES = [
-    (4, 64, 32, 256),  # 8: tensor cores, 16-byte pieces
-    (6, 250, 32, 12),  # 4: N 12 (Zipformer value head)
-    (6, 30, 250, 12),  # 2: K 250 (attention weights · values)
-    (5, 33, 7, 5),  # 1: SIMT
-    (8, 250, 4, 250),  # 4: K 4 (Zipformer position head), N 250 -> 2
+    (4, 64, 32, 256),  # (8, 8) both: tensor cores, 16-byte pieces
+    (6, 250, 32, 12),  # (8, 4) / (4, 4): N 12 (Zipformer value head)
+    (6, 30, 250, 12),  # (2, 4) / (2, 4): K 250 (attention weights · values)
+    (8, 250, 32, 499),  # (8, 1) / SIMT: the odd position extent 2T - 1
+    (5, 33, 7, 5),  # SIMT
+    (8, 250, 4, 250),  # (4, 2) / (2, 2): K 4 (Zipformer position head)
     (3, 1, 8, 8),  # M 1
 ]
 
@@ -67,10 +69,11 @@ def test_broadcast_batches(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_batch_dims_that_do_not_fold_and_padded_rows(dtype):
-    base = _randn(3, 2, 50, 40, dtype=dtype)
-    A = base.permute(1, 0, 2, 3)[..., :36]  # [2, 3, 50, 36]: strides (2000, 4000, 40, 1)
-    B = _randn(2, 3, 36, 24, dtype=dtype, seed=1, scale=1 / 6)
+@pytest.mark.parametrize("dims", [(3, 2), (2, 3)], ids=["outer_dim0", "outer_dim1"])
+def test_batch_dims_that_do_not_fold_and_padded_rows(dims, dtype):
+    base = _randn(*dims, 50, 40, dtype=dtype)
+    A = base.permute(1, 0, 2, 3)[..., :36]  # head-major: no single batch stride; padded rows
+    B = _randn(*reversed(dims), 36, 24, dtype=dtype, seed=1, scale=1 / 6)
     _check(A, B, dtype)
 
 

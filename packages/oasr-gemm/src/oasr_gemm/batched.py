@@ -5,7 +5,8 @@ A is ``[..., M, K]`` and B ``[..., K, N]``; their batch dims broadcast against e
 fp16 or bf16 with fp32 accumulation. Nothing is copied: a broadcast batch is a zero stride, A
 needs a unit stride along K, and B a unit stride along either of its last two dims (a
 ``transpose(-1, -2)`` view of a contiguous tensor is fine). Any extents: the kernel's vector
-width (8, 4, 2 or 1 elements) is the widest the operands' addresses and strides allow. What no
+widths for loads and for stores (8, 4, 2 or 1 elements each) are the widest the operands'
+addresses and strides allow. What no
 kernel takes raises ValueError naming the fix; nothing falls back to PyTorch silently.
 
 This is the general lane (`docs/gemm.md`, "A plan for bmm"); the tuned sm90 lane for contiguous

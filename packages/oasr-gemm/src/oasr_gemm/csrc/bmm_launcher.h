@@ -33,15 +33,36 @@ inline int widest_alignment(std::initializer_list<int64_t> values) {
   return 1;
 }
 
-template <typename T, bool kBRowMajor, int kAlign>
+template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC>
 void run_bmm(const BmmProblem<T>& p, cudaStream_t stream, const char* variant) {
-  const cutlass::Status status = Sm80Bmm<T, kBRowMajor, kAlign>::run(p, stream);
+  const cutlass::Status status = Sm80Bmm<T, kBRowMajor, kAlignAB, kAlignC>::run(p, stream);
   if (status != cutlass::Status::kSuccess) {
     check_cuda_status(cudaGetLastError(), variant);
-    TVM_FFI_THROW(RuntimeError) << variant << " (alignment " << kAlign
+    TVM_FFI_THROW(RuntimeError) << variant << " (alignments " << kAlignAB << " / " << kAlignC
                                 << ") refused M=" << p.m << " N=" << p.n << " K=" << p.k
                                 << " batch=" << p.batch << ": "
                                 << cutlassGetStatusString(status);
+  }
+}
+
+// The instantiation for the two run-time alignments (kAlignC <= 8, any; kAlignAB 1: SIMT).
+template <typename T, bool kBRowMajor>
+void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_t stream,
+                  const char* variant) {
+  auto with_c = [&](auto ab) {
+    constexpr int kAB = decltype(ab)::value;
+    switch (align_c) {
+      case 8: return run_bmm<T, kBRowMajor, kAB, 8>(p, stream, variant);
+      case 4: return run_bmm<T, kBRowMajor, kAB, 4>(p, stream, variant);
+      case 2: return run_bmm<T, kBRowMajor, kAB, 2>(p, stream, variant);
+      default: return run_bmm<T, kBRowMajor, kAB, 1>(p, stream, variant);
+    }
+  };
+  switch (align_ab) {
+    case 8: return with_c(std::integral_constant<int, 8>{});
+    case 4: return with_c(std::integral_constant<int, 4>{});
+    case 2: return with_c(std::integral_constant<int, 2>{});
+    default: return run_bmm<T, kBRowMajor, 1, 1>(p, stream, variant);
   }
 }
 
@@ -91,15 +112,24 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
   p.ldd = n;
   const int64_t sa0 = used_stride(a, 0), sa1 = used_stride(a, 1);
   const int64_t sb0 = used_stride(b, 0), sb1 = used_stride(b, 1);
-  // One batch mode of L problems when the two batch dims fold into one stride per operand;
-  // else B0 launches of B1 problems each.
-  int64_t outer = 1, batch = b0 * b1, stride_a = sa1, stride_b = sb1;
+  // One batched launch of L problems when the two batch dims fold into one stride per operand
+  // (the output is contiguous: it always folds); else a launch per index of the smaller batch
+  // dim, each over the other one.
+  int64_t outer = 1, batch = b0 * b1, stride_a = sa1, stride_b = sb1, stride_d = m * n;
+  int64_t outer_a = 0, outer_b = 0, outer_d = 0;  // strides between the launches
   if (b1 == 1) {
     stride_a = sa0, stride_b = sb0;
   } else if (b0 > 1 && (sa0 != sa1 * b1 || sb0 != sb1 * b1)) {
-    outer = b0, batch = b1;
+    if (b0 <= b1) {
+      outer = b0, batch = b1;
+      outer_a = sa0, outer_b = sb0, outer_d = b1 * m * n;
+    } else {
+      outer = b1, batch = b0;
+      stride_a = sa0, stride_b = sb0, stride_d = b1 * m * n;
+      outer_a = sa1, outer_b = sb1, outer_d = m * n;
+    }
   }
-  p.batch_stride_a = stride_a, p.batch_stride_b = stride_b, p.batch_stride_d = m * n;
+  p.batch_stride_a = stride_a, p.batch_stride_b = stride_b, p.batch_stride_d = stride_d;
   const int64_t esize = sizeof(T);
   for (const TensorView* t : {&a, &b, &out}) {  // cannot happen for torch tensors
     if (reinterpret_cast<uintptr_t>(data_bytes(*t)) % esize != 0) {
@@ -109,9 +139,10 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
   auto start = [&](const TensorView& t) {
     return static_cast<int64_t>(reinterpret_cast<uintptr_t>(data_bytes(t)) / esize);
   };
-  // K is A's contiguous extent, N the output's (and B's when row-major)
-  const int align = widest_alignment(
-      {start(a), start(b), start(out), p.lda, p.ldb, n, k, sa0, sa1, sb0, sb1});
+  // The loads: A along K, B along its contiguous axis; the stores: D along N.
+  const int align_ab = widest_alignment({start(a), start(b), p.lda, p.ldb, k,
+                                         kBRowMajor ? n : k, sa0, sa1, sb0, sb1});
+  const int align_c = align_ab >= 2 ? widest_alignment({start(out), n}) : 1;
   const T* a0 = reinterpret_cast<const T*>(data_bytes(a));
   const T* b0p = reinterpret_cast<const T*>(data_bytes(b));
   T* d0 = reinterpret_cast<T*>(data_bytes(out));
@@ -120,15 +151,10 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
     for (int64_t first = 0; first < batch; first += kMaxBatch) {
       BmmProblem<T> q = p;
       q.batch = static_cast<int>(std::min(kMaxBatch, batch - first));
-      q.a = a0 + o * sa0 + first * stride_a;
-      q.b = b0p + o * sb0 + first * stride_b;
-      q.d = d0 + (o * batch + first) * m * n;
-      switch (align) {
-        case 8: run_bmm<T, kBRowMajor, 8>(q, scope.stream(), variant); break;
-        case 4: run_bmm<T, kBRowMajor, 4>(q, scope.stream(), variant); break;
-        case 2: run_bmm<T, kBRowMajor, 2>(q, scope.stream(), variant); break;
-        default: run_bmm<T, kBRowMajor, 1>(q, scope.stream(), variant); break;
-      }
+      q.a = a0 + o * outer_a + first * stride_a;
+      q.b = b0p + o * outer_b + first * stride_b;
+      q.d = d0 + o * outer_d + first * stride_d;
+      dispatch_bmm<T, kBRowMajor>(q, align_ab, align_c, scope.stream(), variant);
     }
   }
 }

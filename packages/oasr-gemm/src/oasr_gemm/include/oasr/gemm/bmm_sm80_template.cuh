@@ -4,10 +4,13 @@
 //
 //   D[l] = A[l] · B[l],   A[l] [M, K] row-major, B[l] [K, N] row- or column-major, D[l] [M, N]
 //
-// Each operand has its own batch stride (0: broadcast). fp32 accumulation. Alignment (elements)
-// 8, 4 or 2 runs the mma.sync tensor-op kernel (cp.async needs 4-byte pieces at least);
-// alignment 1 runs a SIMT kernel. The launcher (csrc/bmm_launcher.h) picks the widest alignment
-// that every pointer, leading dimension, contiguous extent and batch stride allows.
+// Each operand has its own batch stride (0: broadcast). fp32 accumulation. Two alignments
+// (elements), each the widest its operands' pointers, leading dimensions, contiguous extents and
+// batch strides allow (csrc/bmm_launcher.h picks them):
+//  * kAlignAB, of the A and B loads: 8, 4 or 2 run the mma.sync tensor-op kernel; cp.async cannot
+//    move a 2-byte piece, so 1 runs a SIMT kernel;
+//  * kAlignC, of the output stores: 8, 4, 2 or 1, so an odd N (Zipformer's 2T - 1 position
+//    extent) still runs on tensor cores, storing one element at a time.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,9 +35,10 @@ struct BmmProblem {
   int64_t batch_stride_a, batch_stride_b, batch_stride_d;
 };
 
-template <typename T, bool kBRowMajor, int kAlign>
+template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC>
 struct Sm80Bmm {
-  static constexpr bool kTensorOp = kAlign >= 2;
+  static constexpr bool kTensorOp = kAlignAB >= 2;
+  static_assert(kTensorOp || kAlignC == 1, "the SIMT kernel stores one element at a time");
   using LayoutB =
       std::conditional_t<kBRowMajor, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>;
   using OpClass = std::conditional_t<kTensorOp, cutlass::arch::OpClassTensorOp,
@@ -48,12 +52,11 @@ struct Sm80Bmm {
   using InstructionShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<16, 8, 16>,
                                               cutlass::gemm::GemmShape<1, 1, 1>>;
   static constexpr int kStages = kTensorOp ? 3 : 2;
-  using Epilogue =
-      cutlass::epilogue::thread::LinearCombination<T, kTensorOp ? kAlign : 1, float, float>;
+  using Epilogue = cutlass::epilogue::thread::LinearCombination<T, kAlignC, float, float>;
   using Gemm = cutlass::gemm::device::GemmUniversal<
       T, cutlass::layout::RowMajor, T, LayoutB, T, cutlass::layout::RowMajor, float, OpClass,
       Arch, ThreadblockShape, WarpShape, InstructionShape, Epilogue,
-      cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, kStages, kAlign, kAlign>;
+      cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, kStages, kAlignAB, kAlignAB>;
 
   static cutlass::Status run(const BmmProblem<T>& p, cudaStream_t stream) {
     typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kBatched,
