@@ -22,18 +22,8 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-
-BACKENDS = ("auto", "oasr", "torch")
-_DTYPE_TAGS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
-def _check(t, name: str, dtype=None) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if dtype is None and t.dtype not in _DTYPE_TAGS:
-        raise TypeError(f"{name} has dtype {t.dtype}; bmm takes float16 or bfloat16")
-    if dtype is not None and t.dtype != dtype:
-        raise TypeError(f"{name} has dtype {t.dtype} but A has {dtype}; cast it with .to()")
+from .gemm import _DTYPE_TAGS, BACKENDS, check_out
+from .gemm import _check_operand as _check
 
 
 def batch_views(A: torch.Tensor, B: torch.Tensor):
@@ -97,13 +87,7 @@ def bmm(
         raise ValueError(f"B is on {B.device} but A is on {A.device}; move it to {A.device}")
     batch, a4, b4, b_layout = batch_views(A, B)
     out_shape = (*batch, A.shape[-2], B.shape[-1])
-    if out is not None:
-        _check(out, "out", A.dtype)
-        if tuple(out.shape) != out_shape or out.device != A.device or not out.is_contiguous():
-            raise ValueError(
-                f"out must be a contiguous {out_shape} tensor on {A.device}; got "
-                f"{tuple(out.shape)} on {out.device}"
-            )
+    check_out(out, out_shape, A)
     if backend == "torch":
         return twins.bmm(A, B, out=out)
     if A.device.type != "cuda":

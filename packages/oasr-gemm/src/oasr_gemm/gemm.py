@@ -53,6 +53,18 @@ def _check_operand(t, name: str, dtype=None) -> None:
         raise TypeError(f"{name} has dtype {t.dtype} but A has {dtype}; cast it with .to()")
 
 
+def check_out(out, shape: tuple, A: torch.Tensor) -> None:
+    """``out`` (when given) must be a contiguous ``shape`` tensor of A's dtype and device."""
+    if out is None:
+        return
+    _check_operand(out, "out", A.dtype)
+    if tuple(out.shape) != shape or out.device != A.device or not out.is_contiguous():
+        raise ValueError(
+            f"out must be a contiguous {shape} tensor on {A.device}; got {tuple(out.shape)} on "
+            f"{out.device}"
+        )
+
+
 def _rows(t: torch.Tensor, name: str) -> torch.Tensor:
     """t [..., C] as [rows, C] without a copy, or ValueError naming the fix."""
     try:
@@ -129,13 +141,7 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
             raise ValueError(
                 f"C {tuple(C.shape)} is neither a bias [{N}] nor the output's shape {out_shape}"
             )
-    if out is not None:
-        _check_operand(out, "out", A.dtype)
-        if tuple(out.shape) != out_shape or out.device != A.device or not out.is_contiguous():
-            raise ValueError(
-                f"out must be a contiguous {out_shape} tensor on {A.device}; got "
-                f"{tuple(out.shape)} on {out.device}"
-            )
+    check_out(out, out_shape, A)
     if backend == "torch":
         return twins.gemm_activation(A, B, C, activation=activation, out=out)
     if A.device.type != "cuda":

@@ -20,21 +20,12 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit, twins
+from .gemm import _DTYPE_TAGS, BACKENDS, check_out
+from .gemm import _check_operand as _check
 
-BACKENDS = ("auto", "oasr", "torch")
-_DTYPE_TAGS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 #: bytes of the device arrays per group (6 pointers or leading dims and a GemmCoord), plus a
 #: 16-byte header: group_gemm_sm80_template.cuh, GroupArrays::bytes
 _HEADER_BYTES, _BYTES_PER_GROUP = 16, 6 * 8 + 12
-
-
-def _check(t, name: str, dtype=None) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if dtype is None and t.dtype not in _DTYPE_TAGS:
-        raise TypeError(f"{name} has dtype {t.dtype}; group_gemm takes float16 or bfloat16")
-    if dtype is not None and t.dtype != dtype:
-        raise TypeError(f"{name} has dtype {t.dtype} but A has {dtype}; cast it with .to()")
 
 
 def check_offsets_values(offsets: list[int], total: int) -> None:
@@ -83,13 +74,7 @@ def group_gemm(
         if t.device != A.device:
             raise ValueError(f"{name} is on {t.device} but A is on {A.device}; move it")
     out_shape = (A.shape[0], N)
-    if out is not None:
-        _check(out, "out", A.dtype)
-        if tuple(out.shape) != out_shape or out.device != A.device or not out.is_contiguous():
-            raise ValueError(
-                f"out must be a contiguous {out_shape} tensor on {A.device}; got "
-                f"{tuple(out.shape)} on {out.device}"
-            )
+    check_out(out, out_shape, A)
     if check_offsets:
         check_offsets_values(offsets.tolist(), A.shape[0])
     if backend == "torch":
