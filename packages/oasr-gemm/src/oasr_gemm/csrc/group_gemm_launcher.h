@@ -78,8 +78,8 @@ void launch_group_gemm(TensorView out, TensorView a, TensorView b, TensorView of
       b_group_stride, ldb, reinterpret_cast<T*>(data_bytes(out)), n, arr);
   check_cuda_status(cudaGetLastError(), variant);
   const cutlass::Status status =
-      Sm80GroupGemm<T>::run(arr, static_cast<int32_t>(groups), num_sms(scope.device_id()),
-                            scope.stream());
+      Sm80GroupGemm<T>::run(arr, static_cast<int32_t>(groups), scope.device_id(),
+                            num_sms(scope.device_id()), scope.stream());
   if (status != cutlass::Status::kSuccess) {
     check_cuda_status(cudaGetLastError(), variant);
     TVM_FFI_THROW(RuntimeError) << variant << " failed: " << cutlassGetStatusString(status);

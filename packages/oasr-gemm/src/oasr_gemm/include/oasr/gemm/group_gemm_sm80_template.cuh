@@ -15,6 +15,7 @@
 #include <cutlass/gemm/device/gemm_grouped.h>
 #include <cutlass/gemm/kernel/default_gemm_grouped.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace oasr::gemm {
@@ -93,10 +94,24 @@ struct Sm80GroupGemm {
       cutlass::gemm::kernel::GroupScheduleMode::kDeviceOnly>::GemmKernel;
   using Gemm = cutlass::gemm::device::GemmGrouped<Kernel>;
 
-  // The grouped kernel over the prepared arrays: `num_sms` × its occupancy persistent CTAs.
-  static cutlass::Status run(const GroupArrays<T>& arr, int32_t groups, int num_sms,
+  // Persistent CTAs for one wave: SMs × occupancy. Gemm::sufficient queries the occupancy on
+  // every call; it is a property of the device, so it is asked once per device.
+  static int threadblocks(int device, int num_sms) {
+    constexpr int kMaxDevices = 64;
+    static std::atomic<int> cached[kMaxDevices] = {};
+    if (device < 0 || device >= kMaxDevices) return Gemm::sufficient(nullptr, 0, num_sms);
+    int count = cached[device].load(std::memory_order_relaxed);
+    if (count <= 0) {
+      count = Gemm::sufficient(nullptr, 0, num_sms);
+      cached[device].store(count, std::memory_order_relaxed);
+    }
+    return count;
+  }
+
+  // The grouped kernel over the prepared arrays.
+  static cutlass::Status run(const GroupArrays<T>& arr, int32_t groups, int device, int num_sms,
                              cudaStream_t stream) {
-    const int threadblocks = Gemm::sufficient(nullptr, 0, num_sms);
+    const int threadblocks = Sm80GroupGemm::threadblocks(device, num_sms);
     if (threadblocks <= 0) return cutlass::Status::kErrorInternal;
     typename Gemm::Arguments args(arr.problems, groups, threadblocks, {1.0f, 0.0f}, arr.ptr_a,
                                   arr.ptr_b, arr.ptr_d, arr.ptr_d, arr.lda, arr.ldb, arr.ldd,
