@@ -1,6 +1,6 @@
 // Launchers of softmax / log_softmax over the last dimension and the masked attention softmax
 // (module oasr_softmax).
-#include "oasr/norm/softmax.cuh"
+#include "oasr/common/softmax.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
@@ -33,7 +33,7 @@ void broadcast_strides(const DeviceScope& scope, const TensorView& t, const Tens
 template <typename T, typename TBias>
 void run_masked(const DeviceScope& scope, TensorView out, TensorView scores, OptionalTensor bias,
                 OptionalTensor mask, OptionalTensor kpm, double scale) {
-  norm::MaskedSoftmaxArgs<T, TBias> a{};
+  MaskedSoftmaxArgs<T, TBias> a{};
   a.out = reinterpret_cast<T*>(data_bytes(out));
   a.scores = reinterpret_cast<const T*>(data_bytes(scores));
   a.batch = out.size(0), a.heads = out.size(1), a.q_len = out.size(2), a.k_len = out.size(3);
@@ -57,7 +57,7 @@ void run_masked(const DeviceScope& scope, TensorView out, TensorView scores, Opt
   if (a.batch * a.heads * a.q_len > INT32_MAX) {
     TVM_FFI_THROW(ValueError) << "scores has 2^31 rows (B * H * Tq) or more";
   }
-  check_cuda_status(norm::launch_masked_softmax(a, scope.stream()), "masked_softmax kernel");
+  check_cuda_status(launch_masked_softmax(a, scope.stream()), "masked_softmax kernel");
 }
 
 }  // namespace
@@ -75,10 +75,10 @@ void softmax(TensorView out, TensorView x, bool log_output) {
   if (rows.rows == 0 || rows.cols == 0) return;
   if (rows.rows > INT32_MAX) TVM_FFI_THROW(ValueError) << "x has 2^31 rows or more";
   OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
-    const norm::SoftmaxArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
+    const SoftmaxArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
                                  reinterpret_cast<const T*>(data_bytes(x)), rows.rows, rows.cols,
                                  rows.row_stride, log_output};
-    check_cuda_status(norm::launch_softmax(a, scope.stream()), "softmax kernel");
+    check_cuda_status(launch_softmax(a, scope.stream()), "softmax kernel");
   });
 }
 

@@ -24,7 +24,7 @@
 #include "oasr/common/types.h"
 #include "oasr/common/vec_dtypes.h"
 #include "oasr/norm/activation_functors.cuh"
-#include "oasr/norm/index_divmod.cuh"
+#include "oasr/common/index_divmod.cuh"
 
 namespace oasr::norm {
 

@@ -1,4 +1,5 @@
-// Row softmax, log-softmax and the masked attention softmax, in float32.
+// Row softmax, log-softmax and the masked attention softmax, in float32 (the norm family's
+// softmax ops; gemm_log_softmax's row pass).
 //
 //   softmax         y = exp(x - m) / s,  m = max(x), s = sum(exp(x - m))      over each row
 //   log_softmax     y = (x - m) - log(s)
@@ -31,12 +32,12 @@
 
 #include <climits>
 
+#include "oasr/common/index_divmod.cuh"
 #include "oasr/common/reduction.h"
 #include "oasr/common/types.h"
 #include "oasr/common/vec_dtypes.h"
-#include "oasr/norm/index_divmod.cuh"
 
-namespace oasr::norm {
+namespace oasr {
 
 constexpr float kLog2e = 1.44269504088896341f;
 // Row values per thread held in registers: a warp holds 1024 values (attention rows up to
@@ -384,4 +385,4 @@ cudaError_t launch_masked_softmax(const MaskedSoftmaxArgs<T, TBias>& a, cudaStre
   return launch_softmax_by_width<MaskedRow<T, TBias>, T, 1>(dst, src, stream);
 }
 
-}  // namespace oasr::norm
+}  // namespace oasr

@@ -13,7 +13,7 @@
 
 #include "oasr/common/types.h"
 
-namespace oasr::norm {
+namespace oasr {
 
 struct IndexDivmod {
   int64_t divisor = 1;
@@ -44,4 +44,4 @@ struct IndexDivmod {
   }
 };
 
-}  // namespace oasr::norm
+}  // namespace oasr
