@@ -1,8 +1,8 @@
 """`bmm`'s general lane on the GPU against an fp32 reference: the alignments the launcher picks
-(loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), B contiguous along N or along K,
-broadcast batches, two batch dims that do not fold into one stride (either one outer), padded
-rows, more problems than a grid's z dimension holds, ``out=``; refusals of a direct module call;
-CUDA-graph capture."""
+(loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8), B
+contiguous along N or along K, broadcast batches, two batch dims that do not fold into one stride
+(either one outer), padded rows, more problems (and small-K rows) than a grid dimension holds,
+``out=``; refusals of a direct module call; CUDA-graph capture."""
 
 from __future__ import annotations
 
@@ -34,15 +34,18 @@ def _check(A, B, dtype, **kw):
     assert fresh.shape == want.shape and torch.equal(fresh, out)
 
 
-# (L, M, K, N): the (load, store) alignments the launcher picks, for B along K / along N
+# (L, M, K, N): the kernel and (load, store) alignments the launcher picks, for B along K / N
 SHAPES = [
     (4, 64, 32, 256),  # (8, 8) both: tensor cores, 16-byte pieces
     (6, 250, 32, 12),  # (8, 4) / (4, 4): N 12 (Zipformer value head)
     (6, 30, 250, 12),  # (2, 4) / (2, 4): K 250 (attention weights · values)
     (8, 250, 32, 499),  # (8, 1) / SIMT: the odd position extent 2T - 1
-    (5, 33, 7, 5),  # SIMT
-    (8, 250, 4, 250),  # (4, 2) / (2, 2): K 4 (Zipformer position head)
-    (3, 1, 8, 8),  # M 1
+    (5, 33, 9, 5),  # SIMT
+    (3, 40, 10, 24),  # (2, 8) / (2, 8): the smallest K on tensor cores
+    (8, 250, 4, 250),  # small-K kernel: K 4 (Zipformer position head)
+    (5, 33, 7, 5),  # small-K: odd everything
+    (2, 300, 1, 131),  # small-K: K 1, N past one CTA's 128 columns
+    (3, 1, 8, 8),  # small-K: M 1, K at its limit (8)
 ]
 
 
@@ -69,19 +72,37 @@ def test_broadcast_batches(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("K", [36, 5], ids=["cutlass", "small_k"])
 @pytest.mark.parametrize("dims", [(3, 2), (2, 3)], ids=["outer_dim0", "outer_dim1"])
-def test_batch_dims_that_do_not_fold_and_padded_rows(dims, dtype):
+def test_batch_dims_that_do_not_fold_and_padded_rows(dims, K, dtype):
     base = _randn(*dims, 50, 40, dtype=dtype)
-    A = base.permute(1, 0, 2, 3)[..., :36]  # head-major: no single batch stride; padded rows
-    B = _randn(*reversed(dims), 36, 24, dtype=dtype, seed=1, scale=1 / 6)
+    A = base.permute(1, 0, 2, 3)[..., :K]  # head-major: no single batch stride; padded rows
+    B = _randn(*reversed(dims), K, 24, dtype=dtype, seed=1, scale=K**-0.5)
     _check(A, B, dtype)
 
 
-def test_more_problems_than_the_grid_z_dimension():
+@pytest.mark.parametrize("K", [8, 16], ids=["small_k", "cutlass"])
+def test_more_problems_than_the_grid_z_dimension(K):
     dtype = torch.float16
-    A = _randn(70000, 2, 8, dtype=dtype)
-    B = _randn(70000, 8, 8, dtype=dtype, seed=1)
+    A = _randn(70000, 2, K, dtype=dtype)
+    B = _randn(70000, K, 8, dtype=dtype, seed=1)
     _check(A, B, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_k_position_head_with_broadcast_b(dtype):
+    """Zipformer's q · pos: B [heads, 4, 2T - 1] broadcast over the batch, N odd."""
+    A = _randn(3, 4, 250, 4, dtype=dtype)
+    _check(A, _randn(4, 4, 499, dtype=dtype, seed=1, scale=0.5), dtype)
+    # B contiguous along K, padded rows in A
+    A = _randn(3, 4, 250, 8, dtype=dtype)[..., :5]
+    _check(A, _randn(4, 499, 5, dtype=dtype, seed=2, scale=0.5).transpose(-1, -2), dtype)
+
+
+def test_small_k_more_rows_than_the_grid_y_dimension():
+    dtype = torch.bfloat16
+    A = _randn(1, 65535 * 16 + 37, 3, dtype=dtype)
+    _check(A, _randn(1, 3, 5, dtype=dtype, seed=1), dtype)
 
 
 def test_empty_and_zero_k():

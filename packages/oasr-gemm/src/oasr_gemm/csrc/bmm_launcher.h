@@ -1,6 +1,9 @@
 // The launcher of bmm's general lane (one rendered translation unit per dtype and B layout):
 // the checks, the batch folding, the alignment choice, the launches.
 //
+// K <= kBmmSmallKMax runs the small-K kernel (plain FMAs, any alignment); larger K the CUTLASS
+// kernels.
+//
 // out [B0, B1, M, N] (contiguous) = a [B0, B1, M, K] · b [B0, B1, K, N], where a and b are any
 // strided views (stride 0: a broadcast batch), a with a unit stride along K and b with a unit
 // stride along N (kBRowMajor) or along K. The Python API brings every call to this 4-D form
@@ -8,6 +11,7 @@
 #pragma once
 
 #include "oasr/gemm/bmm_sm80_template.cuh"
+#include "oasr/gemm/bmm_small_k.cuh"
 #include "tvm_ffi_utils.h"
 
 #include <algorithm>
@@ -112,6 +116,18 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
   p.ldd = n;
   const int64_t sa0 = used_stride(a, 0), sa1 = used_stride(a, 1);
   const int64_t sb0 = used_stride(b, 0), sb1 = used_stride(b, 1);
+  if (k <= kBmmSmallKMax) {
+    BmmSmallKProblem<T> q{};
+    q.a = reinterpret_cast<const T*>(data_bytes(a));
+    q.b = reinterpret_cast<const T*>(data_bytes(b));
+    q.d = reinterpret_cast<T*>(data_bytes(out));
+    q.m = p.m, q.n = p.n, q.k = p.k, q.lda = p.lda, q.ldb = p.ldb, q.ldd = p.ldd, q.b1 = b1;
+    q.a_stride[0] = sa0, q.a_stride[1] = sa1;
+    q.b_stride[0] = sb0, q.b_stride[1] = sb1;
+    q.d_stride[0] = b1 * m * n, q.d_stride[1] = m * n;
+    check_cuda_status(run_bmm_small_k<T, kBRowMajor>(q, b0 * b1, scope.stream()), variant);
+    return;
+  }
   // One batched launch of L problems when the two batch dims fold into one stride per operand
   // (the output is contiguous: it always folds); else a launch per index of the smaller batch
   // dim, each over the other one.
