@@ -16,6 +16,8 @@ BENCHMARKS_ROWS = (
     "gemm fp16 48000x3840x1280",
     "gemm fp16 64x2048x512",
     "gemm_activation fp16 8000x2048x256+swish",
+    "gemm_log_softmax fp16 8000x5000x256",
+    "gemm_log_softmax fp16 8000x8404x512",
 )
 
 
@@ -28,7 +30,13 @@ def test_asr_grid_and_counts():
     names = [c.name for c in cases]
     assert len(names) == len(set(names))
     assert set(BENCHMARKS_ROWS) <= set(names)
-    assert {c.op for c in cases} == {"gemm", "gemm_activation", "bmm", "group_gemm"}
+    assert {c.op for c in cases} == {
+        "gemm",
+        "gemm_activation",
+        "gemm_log_softmax",
+        "bmm",
+        "group_gemm",
+    }
     by_name = {c.name: c for c in cases}
     big = by_name["gemm bf16 48000x3840x1280"]
     assert big.flops == 2 * 48000 * 3840 * 1280
@@ -37,6 +45,10 @@ def test_asr_grid_and_counts():
     assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "t128x128x64_c1x1_pp (system)"
     small = by_name["gemm fp16 64x2048x512"]
     assert small.ran({"A": torch.empty(0, dtype=torch.float16)}) == "cuBLAS (system)"
+    head = by_name["gemm_log_softmax bf16 8000x8404x512"]
+    bf16 = torch.bfloat16
+    odd = {"A": torch.empty(8000, 512, dtype=bf16), "B": torch.empty(8404, 512, dtype=bf16)}
+    assert head.ran({**odd, "bias": torch.empty(8404)}).startswith("cuBLAS (V % 8")
     scores = by_name["bmm fp16 16.4x250x32x250 q.kT"]
     assert scores.flops == 2 * 64 * 250 * 250 * 32 and scores.op == "bmm"
     assert by_name["bmm bf16 16.4x250x4x499 q.pos"].bytes_moved == 2 * (

@@ -1,6 +1,7 @@
 """Compile-only smoke for sm_90a with nvcc (no GPU): one variant of the sm90 template (about a
 minute on a 2-core machine), one unit of bmm's CUTLASS 2.x general lane (its 13 alignment
-pairs, about 35 s) and one of group_gemm (about 15 s)."""
+pairs and the small-K kernel, about 35 s), one of group_gemm (about 15 s) and gemm_log_softmax's
+row pass (the shared softmax kernels, about 30 s)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,7 @@ def test_a_bmm_unit_compiles_for_sm90a(hopper):
 def test_a_group_gemm_unit_compiles_for_sm90a(hopper):
     spec = _jit.gen_group_module("oasr_gemm_group_smoke", ("fp16",))
     assert is_complete_shared_object(spec.build())
+
+
+def test_the_log_softmax_row_pass_compiles_for_sm90a(hopper):
+    assert is_complete_shared_object(_jit.gen_log_softmax_module().build())

@@ -32,6 +32,7 @@ def test_production_and_tuning_specs():
         _jit.PRODUCTION_MODULE,
         _jit.BMM_MODULE,
         _jit.GROUP_MODULE,
+        _jit.LOG_SOFTMAX_MODULE,
     ]
 
 

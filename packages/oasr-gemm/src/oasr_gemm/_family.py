@@ -8,7 +8,14 @@ from oasr_jit import Family
 
 from ._version import __version__
 
-EXPORTS = ("gemm", "gemm_activation", "bmm", "group_gemm", "select_default_config")
+EXPORTS = (
+    "gemm",
+    "gemm_activation",
+    "gemm_log_softmax",
+    "bmm",
+    "group_gemm",
+    "select_default_config",
+)
 
 
 def _production_specs(arch):

@@ -5,6 +5,7 @@
                                entry asks for it: a tuning run measures fp16 only)
     oasr_gemm_bmm      bmm's general lane (CUTLASS 2.x): one unit per dtype and B layout
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
+    oasr_gemm_log_softmax  gemm_log_softmax's row pass (no CUTLASS): one unit
 
 nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
 minute and 4 GB (the build's job limit knows: ``use_cutlass``).
@@ -15,7 +16,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from oasr_jit import JitSpec, gen_jinja_jit_spec
+from oasr_jit import JitSpec, gen_jinja_jit_spec, gen_jit_spec
 
 from .configs import GemmConfig, production_configs
 
@@ -31,6 +32,7 @@ DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
 PRODUCTION_MODULE = "oasr_gemm"
 BMM_MODULE = "oasr_gemm_bmm"
 GROUP_MODULE = "oasr_gemm_group"
+LOG_SOFTMAX_MODULE = "oasr_gemm_log_softmax"
 #: B's layout tag -> whether B is row-major ([K, N] with a unit stride along N)
 BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
 
@@ -121,12 +123,23 @@ def gen_group_module(name: str = GROUP_MODULE, dtypes=tuple(DTYPES)) -> JitSpec:
     )
 
 
+def gen_log_softmax_module() -> JitSpec:
+    return gen_jit_spec(
+        LOG_SOFTMAX_MODULE, [CSRC_DIR / "log_softmax_rows.cu"], extra_include_dirs=[CSRC_DIR]
+    )
+
+
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds: the GEMM production module, bmm's and
-    group_gemm's (sm90)."""
+    """The modules `oasr jit prebuild` builds: the GEMM production module, bmm's,
+    group_gemm's and gemm_log_softmax's row pass (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
-    return [gen_production_module(), gen_bmm_module(), gen_group_module()]
+    return [
+        gen_production_module(),
+        gen_bmm_module(),
+        gen_group_module(),
+        gen_log_softmax_module(),
+    ]
 
 
 @functools.cache
@@ -142,6 +155,11 @@ def bmm_module():
 @functools.cache
 def group_module():
     return gen_group_module().build_and_load()
+
+
+@functools.cache
+def log_softmax_module():
+    return gen_log_softmax_module().build_and_load()
 
 
 @functools.cache

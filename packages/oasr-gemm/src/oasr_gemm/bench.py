@@ -1,7 +1,8 @@
 """Benchmark routines of the GEMM family: ``oasr bench gemm [--suite asr|quick]``.
 
 Each case times an `oasr_gemm` op against what a PyTorch user runs today: ``F.linear`` (cuBLAS),
-and ``F.silu`` / ``F.gelu`` after it for the fused epilogues, on the ASR shapes of
+and ``F.silu`` / ``F.gelu`` after it for the fused epilogues, ``F.log_softmax`` after it for the CTC
+head, on the ASR shapes of
 shared/design/BENCHMARKS.md (M = batch × frames, N × K from the model widths), fp16 and bf16.
 ``flops`` is 2·M·N·K; ``bytes_moved`` counts A, B, the bias and D once each.
 
@@ -17,7 +18,8 @@ DTYPES = ("fp16", "bf16")
 #: (M, N, K) of plain projections (with their nn.Linear bias):
 #: BENCHMARKS.md's PyTorch rows, Conformer (WeNet-S d 256, icefall-L d 512) QKV / FFN /
 #: out-projections at 8000 and 32000 frames, FastConformer-XL d 1024, Whisper-large d 1280 (T 1500
-#: × batch 32 = 48000 rows), and a decode-sized M
+#: × batch 32 = 48000 rows), a decode-sized M, and the logits of a 5000-piece CTC head (also suite
+#: "ctc_head": the signatures `python -m oasr_gemm.tune --suite ctc_head` measures)
 GEMM_SHAPES = (
     (8000, 2048, 256),
     (8000, 256, 256),
@@ -30,6 +32,8 @@ GEMM_SHAPES = (
     (48000, 3840, 1280),
     (48000, 1280, 5120),
     (64, 2048, 512),
+    (8000, 5000, 256),
+    (8000, 5000, 512),
 )
 #: (M, N, K, activation) of FFN up-projections with the activation fused
 ACTIVATION_SHAPES = (
@@ -37,6 +41,13 @@ ACTIVATION_SHAPES = (
     (32000, 2048, 512, "swish"),
     (16000, 4096, 1024, "swish"),
     (48000, 5120, 1280, "gelu"),
+)
+CTC_VOCABULARIES = (5000,)
+#: CTC heads (M, V, K): BENCHMARKS.md's two rows and a 500-piece vocabulary
+HEAD_SHAPES = (
+    (8000, 500, 256),
+    (8000, 5000, 256),
+    (8000, 8404, 512),
 )
 #: Zipformer attention products (batch 16 × 4 heads, T 250): (label, A shape, B shape, whether B
 #: is a K-contiguous view of [..., N, K])
@@ -68,6 +79,7 @@ def all_cases(device: str = "cuda") -> list:
             _gemm_case(dtype, M, N, K, device=device, activation=act)
             for M, N, K, act in ACTIVATION_SHAPES
         ]
+        cases += [_head_case(dtype, *shape, device=device) for shape in HEAD_SHAPES]
         cases += [_bmm_case(dtype, *shape, device=device) for shape in BMM_SHAPES]
         cases += [_group_case(dtype, *shape, device=device) for shape in GROUP_SHAPES]
     return cases
@@ -119,6 +131,55 @@ def _group_case(dtype: str, label: str, rows, N: int, K: int, *, device: str):
         flops=2 * total * N * K,
         bytes_moved=2 * (total * K + G * N * K + total * N),
         suites={"asr"},
+    )
+
+
+def _head_case(dtype: str, M: int, V: int, K: int, *, device: str):
+    from oasr_jit.bench import Case
+
+    def setup():
+        import torch
+
+        torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        return {
+            "A": torch.randn(M, K, device=device).to(torch_dtype),
+            "B": (torch.randn(V, K, device=device) * 3 * K**-0.5).to(torch_dtype),
+            "bias": (torch.randn(V, device=device) * 0.1).to(torch_dtype),
+        }
+
+    def oasr(i):
+        import oasr_gemm
+
+        return oasr_gemm.gemm_log_softmax(i["A"], i["B"], i["bias"])
+
+    def peer(i):
+        import torch.nn.functional as F
+
+        return F.log_softmax(F.linear(i["A"], i["B"], i["bias"]), dim=-1)
+
+    def ran(i):
+        from .head import gemm_runs_kernels
+        from .selection import select_default_config
+
+        if not gemm_runs_kernels(i["A"], i["B"], i["bias"]):
+            return "cuBLAS (V % 8 != 0) + rows"
+        chosen = select_default_config("gemm", M, V, K, i["A"].dtype)
+        return f"{chosen.config.id if chosen.config else 'cuBLAS'} ({chosen.tier}) + rows"
+
+    shape = f"{M}x{V}x{K}"
+    return Case(
+        name=f"gemm_log_softmax {dtype} {shape}",
+        op="gemm_log_softmax",
+        dtype=dtype,
+        shape=shape,
+        setup=setup,
+        oasr=oasr,
+        peer=peer,
+        peer_name="F.log_softmax(F.linear)",
+        flops=2 * M * V * K,
+        bytes_moved=2 * (M * K + V * K + V + M * V),
+        suites={"asr"},
+        ran=ran,
     )
 
 
@@ -212,6 +273,8 @@ def _gemm_case(dtype: str, M: int, N: int, K: int, *, device: str, activation: s
     suites = {"asr"}
     if dtype == "fp16" and (op, (M, N, K)) in QUICK:
         suites.add("quick")
+    if N in CTC_VOCABULARIES:
+        suites.add("ctc_head")
     peer_name = {None: "F.linear", "swish": "F.silu(F.linear)", "gelu": "F.gelu(F.linear)"}
     return Case(
         name=f"{op} {dtype} {label}",

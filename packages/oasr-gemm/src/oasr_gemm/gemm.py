@@ -107,9 +107,9 @@ def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, code: int) -> None
     _kernel(config, dtype)(out2d, a2d, b, bias, c2d, code)
 
 
-def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
+def check_gemm_args(A, B, C, out, backend: str) -> tuple:
+    """The checks every GEMM-shaped op shares (dtypes, devices, shapes, the bias, ``out``);
+    returns the output's shape."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     _check_operand(A, "A")
@@ -142,6 +142,14 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
                 f"C {tuple(C.shape)} is neither a bias [{N}] nor the output's shape {out_shape}"
             )
     check_out(out, out_shape, A)
+    return out_shape
+
+
+def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
+    out_shape = check_gemm_args(A, B, C, out, backend)
+    N, K = B.shape
     if backend == "torch":
         return twins.gemm_activation(A, B, C, activation=activation, out=out)
     if A.device.type != "cuda":

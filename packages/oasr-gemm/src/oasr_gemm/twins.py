@@ -1,6 +1,6 @@
 """PyTorch twins of the GEMM ops, with the same contracts: D = act(A · Bᵀ + C) through F.linear
-(cuBLAS), `bmm` through torch.matmul, `group_gemm` one F.linear per group. ``backend="torch"``
-runs these."""
+(cuBLAS), `gemm_log_softmax` as F.log_softmax after it, `bmm` through torch.matmul, `group_gemm`
+one F.linear per group. ``backend="torch"`` runs these."""
 
 from __future__ import annotations
 
@@ -34,6 +34,14 @@ def gemm(A, B, C=None, *, out=None):
     return gemm_activation(A, B, C, activation="identity", out=out)
 
 
+def gemm_log_softmax(A, B, C=None, *, out=None):
+    y = F.log_softmax(gemm(A, B, C), dim=-1)
+    if out is None:
+        return y
+    out.copy_(y)
+    return out
+
+
 def bmm(A, B, *, out=None):
     y = torch.matmul(A, B)
     if out is None:
@@ -57,4 +65,11 @@ def activation_names() -> tuple[str, ...]:
     return tuple(_ACTIVATIONS)
 
 
-__all__ = ["activation_names", "bmm", "gemm", "gemm_activation", "group_gemm"]
+__all__ = [
+    "activation_names",
+    "bmm",
+    "gemm",
+    "gemm_activation",
+    "gemm_log_softmax",
+    "group_gemm",
+]

@@ -1,0 +1,33 @@
+// gemm_log_softmax's row pass (module oasr_gemm_log_softmax): out [M, V] (contiguous) = the
+// log_softmax over V of logits [M, V] (unit column stride, any row stride: the padded buffer an
+// odd V is computed into), or of out itself in place. Each row is read once (into registers up
+// to V = 16384) and written once: oasr/common/softmax.cuh, the kernels of oasr-norm's softmax.
+#include "oasr/common/softmax.cuh"
+#include "tvm_ffi_utils.h"
+
+using namespace oasr;
+
+namespace {
+
+void log_softmax_rows(TensorView out, TensorView logits) {
+  DeviceScope scope(out);
+  scope.check_same_device(logits, "logits");
+  check_same_dtype(out, "out", logits, "logits");
+  check_ndim(out, 2, "out");
+  check_same_shape(out, "out", logits, "logits");
+  check_contiguous(out, "out");
+  const RowView rows = as_rows(logits, "logits");
+  if (data_bytes(out) != data_bytes(logits)) check_no_overlap(out, "out", logits, "logits");
+  if (rows.rows == 0 || rows.cols == 0) return;
+  if (rows.rows > INT32_MAX) TVM_FFI_THROW(ValueError) << "logits has 2^31 rows or more";
+  OASR_DISPATCH_HALF_DTYPE(out.dtype(), "out", T, [&] {
+    const SoftmaxArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
+                           reinterpret_cast<const T*>(data_bytes(logits)), rows.rows, rows.cols,
+                           rows.row_stride, /*log_output=*/true};
+    check_cuda_status(launch_softmax(a, scope.stream()), "log_softmax rows kernel");
+  });
+}
+
+}  // namespace
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(log_softmax_rows, log_softmax_rows);

@@ -1,0 +1,58 @@
+"""`gemm_log_softmax` without a GPU: the twin against a float64 reference, the argument checks,
+and which GEMM computes the logits (the sm90 kernels, or cuBLAS for shapes they cannot take)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import oasr_gemm
+from oasr_gemm.head import gemm_runs_kernels
+
+
+def _inputs(dtype, M=7, V=40, K=24, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    A = torch.randn(2, M, K, generator=gen).to(dtype)
+    B = (torch.randn(V, K, generator=gen) * K**-0.5 * 4).to(dtype)
+    C = torch.randn(V, generator=gen).to(dtype)
+    return A, B, C
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_twin_matches_float64(dtype):
+    A, B, C = _inputs(dtype, V=41)
+    want = torch.log_softmax(A.double() @ B.double().T + C.double(), dim=-1)
+    got = oasr_gemm.gemm_log_softmax(A, B, C, backend="torch")
+    assert got.shape == (2, 7, 41) and got.dtype == dtype
+    tol = 2e-2 if dtype == torch.float16 else 8e-2
+    torch.testing.assert_close(got.double(), want, rtol=tol, atol=tol)
+    out = torch.full((2, 7, 41), float("nan"), dtype=dtype)
+    assert oasr_gemm.gemm_log_softmax(A, B, C, out=out, backend="torch") is out
+    assert torch.equal(out, got)
+
+
+def test_refusals_name_the_fix():
+    A, B, C = _inputs(torch.float16)
+    with pytest.raises(ValueError, match="need CUDA tensors"):
+        oasr_gemm.gemm_log_softmax(A, B, C)
+    with pytest.raises(ValueError, match="differ in K"):
+        oasr_gemm.gemm_log_softmax(A, B[:, :8], backend="torch")
+    with pytest.raises(ValueError, match="bias"):
+        oasr_gemm.gemm_log_softmax(A, B, C[:9], backend="torch")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        oasr_gemm.gemm_log_softmax(A, B, backend="cublas")
+    with pytest.raises(ValueError, match="out must be a contiguous"):
+        oasr_gemm.gemm_log_softmax(A, B, out=torch.empty(2, 7, 39).half(), backend="torch")
+    with pytest.raises(TypeError, match="cast it"):
+        oasr_gemm.gemm_log_softmax(A, B.bfloat16(), backend="torch")
+
+
+def test_the_kernels_take_aligned_operands_and_cublas_the_rest():
+    A, B, C = _inputs(torch.float16, V=40, K=24)
+    assert gemm_runs_kernels(A, B, C)
+    assert gemm_runs_kernels(A, B, torch.randn(2, 7, 40).half())
+    assert not gemm_runs_kernels(A, B[:37], C[:37])  # V = 37: output rows of 74 bytes
+    assert not gemm_runs_kernels(A[..., :20], B[:, :20], C)  # K = 20
+    assert not gemm_runs_kernels(A.transpose(0, 1), B, C)  # rows not one stride: a copy
+    assert not gemm_runs_kernels(A, B, torch.randn(2, 7, 44).half()[..., :40])  # C rows of 44
+    assert oasr_gemm.gemm_log_softmax is not None and "gemm_log_softmax" in dir(oasr_gemm)

@@ -1,0 +1,102 @@
+"""`gemm_log_softmax` on the GPU against an fp32 reference: the CTC vocabularies (aligned ones on
+the sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A, ``out=``, rows past the
+register capacity, empty inputs, ``backend="oasr"`` refusing what the kernels cannot take,
+refusals of the row pass, CUDA-graph capture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import oasr_gemm
+from oasr_gemm.head import gemm_runs_kernels
+from oasr_jit.testing import skip_unless_gpu
+
+pytestmark = skip_unless_gpu()
+
+DTYPES = [torch.float16, torch.bfloat16]
+
+
+def _randn(*shape, dtype, seed=0, scale=1.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(*shape, device="cuda", generator=gen) * scale).to(dtype)
+
+
+def _check(A, B, C, dtype, **kw):
+    # the reference rounds the logits to the dtype, as the op (and PyTorch) does
+    logits = oasr_gemm.gemm(A, B, C, backend="torch")
+    want = torch.log_softmax(logits.float(), dim=-1)
+    out = torch.full(want.shape, float("nan"), device="cuda", dtype=dtype)
+    got = oasr_gemm.gemm_log_softmax(A, B, C, out=out, **kw)
+    assert got is out
+    # log-probs reach -30, where an fp16 ulp is 0.016 and a bf16 one 0.125, and the logits of
+    # the two GEMMs may differ by an ulp of theirs (0.008 / 0.06 at 10)
+    atol, rtol = (3e-2, 2e-3) if dtype == torch.float16 else (2e-1, 4e-3)
+    torch.testing.assert_close(out.float(), want, rtol=rtol, atol=atol)
+    fresh = oasr_gemm.gemm_log_softmax(A, B, C, **kw)
+    assert torch.equal(fresh, out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [500, 1025, 5000, 8404, 16384, 20000])
+def test_vocabularies(V, dtype):
+    M, K = 300, 256
+    A = _randn(M, K, dtype=dtype)
+    B = _randn(V, K, dtype=dtype, seed=1, scale=3 * K**-0.5)
+    C = _randn(V, dtype=dtype, seed=2)
+    assert gemm_runs_kernels(A, B, C) == (V % 8 == 0)
+    _check(A, B, C, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nd_input_matrix_c_and_no_c(dtype):
+    A = _randn(3, 70, 64, dtype=dtype)
+    B = _randn(96, 64, dtype=dtype, seed=1, scale=0.3)
+    _check(A, B, None, dtype)
+    _check(A, B, _randn(3, 70, 96, dtype=dtype, seed=2), dtype)
+    _check(A, B[:93], _randn(3, 70, 93, dtype=dtype, seed=3), dtype)  # odd V: cuBLAS, matrix C
+
+
+def test_many_rows_on_the_sm90_kernels():
+    dtype = torch.float16
+    A = _randn(4000, 512, dtype=dtype)
+    _check(A, _randn(5000, 512, dtype=dtype, seed=1, scale=0.1), None, dtype, backend="oasr")
+
+
+def test_empty_and_refusals():
+    dtype = torch.bfloat16
+    B = _randn(40, 16, dtype=dtype)
+    assert oasr_gemm.gemm_log_softmax(_randn(0, 16, dtype=dtype), B).shape == (0, 40)
+    with pytest.raises(ValueError, match="not a multiple of 8"):
+        oasr_gemm.gemm_log_softmax(_randn(5, 16, dtype=dtype), B[:37], backend="oasr")
+    with pytest.raises(ValueError, match="K is 0"):
+        oasr_gemm.gemm_log_softmax(_randn(5, 0, dtype=dtype), _randn(37, 0, dtype=dtype))
+    row_pass = oasr_gemm.head._row_pass()
+    x = _randn(4, 48, dtype=dtype)
+    with pytest.raises(ValueError):
+        row_pass(torch.empty(4, 40, device="cuda", dtype=dtype), x)  # shapes differ
+    with pytest.raises(ValueError, match="contiguous"):
+        row_pass(x[:, :40], x[:, :40])  # out must be contiguous
+    with pytest.raises(ValueError, match="shares storage"):
+        row_pass(x.view(-1)[8:168].view(4, 40), x[:, :40])  # overlaps, not the same rows
+    torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("V", [5000, 1025])
+def test_graph_capture(V):
+    dtype = torch.float16
+    A = _randn(256, 256, dtype=dtype)
+    B = _randn(V, 256, dtype=dtype, seed=1, scale=0.1)
+    C = _randn(V, dtype=dtype, seed=2)
+    out = torch.empty(256, V, device="cuda", dtype=dtype)
+    oasr_gemm.gemm_log_softmax(A, B, C, out=out)  # builds and loads outside the capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        oasr_gemm.gemm_log_softmax(A, B, C, out=out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    want = torch.log_softmax(oasr_gemm.gemm(A, B, C, backend="torch").float(), dim=-1)
+    torch.testing.assert_close(out.float(), want, rtol=1e-2, atol=2e-2)
