@@ -18,7 +18,14 @@
 //    kItems 128-bit vectors each; a warp per row (two rows per warp when rows are short, four
 //    warps a block) up to 8 vectors a lane, a block per row beyond. One read, one write.
 //  * looped: a block per row of any width or alignment, re-reading the row from L2 for each pass.
+//
+// The activation is chosen at run time, once per row: without one (plain layer_norm / rms_norm)
+// the store loop is compiled with none. A switch on every element, unrolled N x kItems times
+// with all its arms, made rms_norm at 8000 x 1024 fp16 take 22 us (ncu: 40 registers, 1.26
+// waves) where the same kernel without it takes 11.8 us, the copy's time.
 #pragma once
+
+#include <type_traits>
 
 #include "oasr/common/reduction.h"
 #include "oasr/common/types.h"
@@ -185,25 +192,35 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
     scale[r] = detail::row_scale<kKind>(reduce(sq) * inv_cols, args.eps, gain);
   }
 
+  auto write = [&](auto has_activation) {
+    constexpr bool kHasActivation = decltype(has_activation)::value;
 #pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    if (column(i) >= cols) continue;
-    Vec<T, N> w, b;
-    if (args.weight) w.load(args.weight + column(i));
-    if (args.beta) b.load(args.beta + column(i));
+    for (int i = 0; i < kItems; ++i) {
+      if (column(i) >= cols) continue;
+      Vec<T, N> w, b;
+      if (args.weight) w.load(args.weight + column(i));
+      if (args.beta) b.load(args.beta + column(i));
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (!live[r]) continue;
-      Vec<T, N> y;
+      for (int r = 0; r < R; ++r) {
+        if (!live[r]) continue;
+        Vec<T, N> y;
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
-        const float wj = args.weight ? to_float(w[j]) : 1.0f;
-        const float bj = args.beta ? to_float(b[j]) : 0.0f;
-        const float n = detail::normalize<kKind>(to_float(v[r][i][j]), mean[r], scale[r], wj, bj);
-        y[j] = from_float<T>(activate(args.activation, n));
+        for (int j = 0; j < N; ++j) {
+          const float wj = args.weight ? to_float(w[j]) : 1.0f;
+          const float bj = args.beta ? to_float(b[j]) : 0.0f;
+          const float n =
+              detail::normalize<kKind>(to_float(v[r][i][j]), mean[r], scale[r], wj, bj);
+          y[j] = from_float<T>(kHasActivation ? activate(args.activation, n) : n);
+        }
+        y.store(args.out + (first_row + r) * cols + column(i));
       }
-      y.store(args.out + (first_row + r) * cols + column(i));
     }
+  };
+  // a compile-time identity when there is no activation (the top of the file)
+  if (args.activation == Activation::kNone) {
+    write(std::false_type{});
+  } else {
+    write(std::true_type{});
   }
 }
 
@@ -259,16 +276,25 @@ __global__ void __launch_bounds__(kLoopedThreads) row_norm_looped_kernel(RowNorm
   const float scale = detail::row_scale<kKind>(
       block_reduce_sum<kLoopedThreads>(sq, smem_partials) * inv_cols, args.eps, gain);
 
-  for (int64_t c = int64_t(threadIdx.x) * N; c < cols; c += int64_t(kLoopedThreads) * N) {
-    Vec<T, N> sv, y;
-    sv.load(src + c);
+  auto write = [&](auto has_activation) {
+    constexpr bool kHasActivation = decltype(has_activation)::value;
+    for (int64_t c = int64_t(threadIdx.x) * N; c < cols; c += int64_t(kLoopedThreads) * N) {
+      Vec<T, N> sv, y;
+      sv.load(src + c);
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-      const float n =
-          detail::normalize<kKind>(to_float(sv[j]), mean, scale, affine.w(c + j), affine.b(c + j));
-      y[j] = from_float<T>(activate(args.activation, n));
+      for (int j = 0; j < N; ++j) {
+        const float n = detail::normalize<kKind>(to_float(sv[j]), mean, scale, affine.w(c + j),
+                                                 affine.b(c + j));
+        y[j] = from_float<T>(kHasActivation ? activate(args.activation, n) : n);
+      }
+      y.store(args.out + row * cols + c);
     }
-    y.store(args.out + row * cols + c);
+  };
+  // a compile-time identity when there is no activation (the top of the file)
+  if (args.activation == Activation::kNone) {
+    write(std::false_type{});
+  } else {
+    write(std::true_type{});
   }
 }
 
