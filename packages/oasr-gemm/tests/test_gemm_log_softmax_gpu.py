@@ -54,7 +54,19 @@ def test_nd_input_matrix_c_and_no_c(dtype):
     B = _randn(96, 64, dtype=dtype, seed=1, scale=0.3)
     _check(A, B, None, dtype)
     _check(A, B, _randn(3, 70, 96, dtype=dtype, seed=2), dtype)
-    _check(A, B[:93], _randn(3, 70, 93, dtype=dtype, seed=3), dtype)  # odd V: cuBLAS, matrix C
+    _check(A, B[:93], None, dtype)  # odd V: cuBLAS against the padded weight
+    _check(A, B[:93], _randn(3, 70, 93, dtype=dtype, seed=3), dtype)  # odd V, matrix C: in place
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_odd_vocabulary_against_the_padded_weight(dtype):
+    M, V, K = 1000, 8404, 64
+    # the padded path, not the in-place one
+    assert M * V >= oasr_gemm.head.PAD_MIN_OUTPUTS and V >= oasr_gemm.head.PAD_MIN_VOCAB
+    A = _randn(M, K, dtype=dtype)
+    B = _randn(V, K, dtype=dtype, seed=1, scale=3 * K**-0.5)
+    _check(A, B, _randn(V, dtype=dtype, seed=2), dtype)
+    _check(A, B, None, dtype)
 
 
 def test_many_rows_on_the_sm90_kernels():

@@ -1,16 +1,19 @@
 """`gemm_log_softmax`: the CTC head, log_softmax(A · Bᵀ + C) over the vocabulary.
 
-Two passes over the ``[M, V]`` output and no other intermediate: the GEMM writes the logits
-into the output, then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's
-softmax) replaces each row by its log_softmax in place, reading it once (into registers up to
-V = 16384) and writing it once. ``F.log_softmax(F.linear(...))`` moves as many bytes, plus a
-second ``[M, V]`` allocation; what differs is the row kernel (docs/gemm.md, "gemm_log_softmax").
+Two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
+then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's softmax) reads each row
+once (into registers up to V = 16384) and writes its log_softmax once. PyTorch's
+``F.log_softmax(F.linear(...))`` moves as many bytes; what differs is the row kernel and the
+odd-V GEMM (docs/gemm.md, "gemm_log_softmax").
 
 The GEMM pass is `gemm`'s when the sm90 kernels can take the shape (K and V multiples of 8,
 operands TMA can read): the kernel `select_default_config` chooses (cuBLAS where the tuning data
-says so). Otherwise cuBLAS (``torch.addmm``) computes the logits: what an odd vocabulary (V =
-1025, 8404) gets with ``backend="auto"``. Either way they are written into the output, and the
-row pass runs on it in place.
+says so). Otherwise cuBLAS (``torch.addmm``) computes the logits into the output, and the row
+pass runs on it in place. For an odd vocabulary (V = 500, 1025, 8404: not a multiple of 8)
+cuBLAS is up to 5x slower than at the next multiple of 8, so there (past `PAD_MIN_VOCAB` and
+`PAD_MIN_OUTPUTS`) the GEMM runs against a copy of the weight padded with zero rows (V·K elements
+copied per call) into a buffer with padded rows, and the row pass reads the first V columns of
+each row from it (a matrix C keeps the in-place path).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import functools
 import math
 
 import torch
+import torch.nn.functional as F
 
 from oasr_jit import oasr_api
 
@@ -73,19 +77,41 @@ def gemm_log_softmax(
     return out
 
 
-def _cublas_logits(A, B, C, out):
-    """A · Bᵀ + C written into ``out`` by cuBLAS, as [M, V] rows."""
+#: An odd V's GEMM runs against the padded weight from this vocabulary and this many outputs
+#: (M·V) on. H200: padding gains 1.4-1.8x at V 1025 from 2000 rows and 1.2-1.7x at V 8404 from
+#: 1000 rows, but at V 500 cuBLAS's odd-N kernel is nearly as fast and copying the weight costs
+#: more (0.93x at 8000 rows); docs/gemm.md.
+PAD_MIN_VOCAB = 1000
+PAD_MIN_OUTPUTS = 1 << 21
+
+
+def _cublas_logits(A, B, C, out, pad: bool | None = None):
+    """A · Bᵀ + C by cuBLAS as [M, V] rows: written into ``out``, or (``pad``; by default for a V
+    that is not a multiple of 8, no matrix C, and sizes past `PAD_MIN_VOCAB` and
+    `PAD_MIN_OUTPUTS`) the first V columns of a GEMM against the weight padded with zero rows,
+    which cuBLAS runs up to 5x faster than one with such an N."""
     V, K = B.shape
     M = math.prod(A.shape[:-1])
     if K == 0 and M and V:
         raise ValueError("K is 0: the product is empty; use backend='torch' for D = C")
-    logits = out.view(M, V)
+    padded = -(-V // 8) * 8
+    if pad is None:
+        pad = (
+            padded != V
+            and (C is None or C.dim() == 1)
+            and V >= PAD_MIN_VOCAB
+            and M * V >= PAD_MIN_OUTPUTS
+        )
+    if not pad:
+        return twins.gemm(A, B, C, out=out).view(M, V)
     a2d = A.reshape(M, K)
+    logits = torch.empty(M, padded, dtype=A.dtype, device=A.device)
+    b_padded = F.pad(B, (0, 0, 0, padded - V))
     if C is None:
-        torch.mm(a2d, B.t(), out=logits)
+        torch.mm(a2d, b_padded.t(), out=logits)
     else:
-        torch.addmm(C if C.dim() == 1 else C.reshape(M, V), a2d, B.t(), out=logits)
-    return logits
+        torch.addmm(F.pad(C, (0, padded - V)), a2d, b_padded.t(), out=logits)
+    return logits[:, :V]
 
 
 @functools.cache
