@@ -21,8 +21,8 @@
 //
 // The activation is chosen at run time, once per row: without one (plain layer_norm / rms_norm)
 // the store loop is compiled with none. A switch on every element, unrolled N x kItems times
-// with all its arms, made rms_norm at 8000 x 1024 fp16 take 22 us (ncu: 40 registers, 1.26
-// waves) where the same kernel without it takes 11.8 us, the copy's time.
+// with all its arms, made rms_norm at 8000 x 1024 fp16 take 18 us (ncu: 40 registers, 1.26
+// waves); without it, 9.5 us (H200). A fused activation still takes the per-element switch.
 #pragma once
 
 #include <type_traits>
