@@ -10,7 +10,8 @@
    beam search, phrase boosting), its words timed; on a GPU also decoded there (the same n-best);
 6. the gemm family (when installed): a Conformer feed-forward up-projection with bias and Swish in
    the GEMM's epilogue, checked against PyTorch, and the kernel the selection picks for it (on a
-   machine without a GPU, the PyTorch twin and the kernel an H200 would run).
+   machine without a GPU, the PyTorch twin and the kernel an H200 would run); a CTC head's
+   log-probabilities (`gemm_log_softmax`).
 
 Run it with `python3 -m pip install nox && python3 -m nox -s demo`.
 """
@@ -196,6 +197,12 @@ def gemm_family(has_gpu: bool) -> None:
         f"the selection's kernel: {kernel} ({chosen.tier} tier; {elapsed:.2f} s"
         f"{' incl. build' if has_gpu else ''})"
     )
+    # the CTC head: log-probabilities over a 5000-piece vocabulary for 4 utterances
+    head = (torch.randn(5000, 512, device=device, generator=gen) / 512**0.5).half()
+    log_probs = oasr_gemm.gemm_log_softmax(x[:4], head, backend=backend)
+    ref = F.log_softmax(F.linear(x[:4].float(), head.float()), dim=-1)
+    torch.testing.assert_close(log_probs.float(), ref, rtol=1e-2, atol=2e-2)
+    print(f"[demo] gemm: log_softmax(x @ W_ctc.T), [4, 250, 512] x [5000, 512] fp16 ok, {where}")
 
 
 def main() -> None:
