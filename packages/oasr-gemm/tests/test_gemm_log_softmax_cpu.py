@@ -1,5 +1,6 @@
 """`gemm_log_softmax` without a GPU: the twin against a float64 reference, the argument checks,
-and which GEMM computes the logits (the sm90 kernels, or cuBLAS for shapes they cannot take)."""
+which GEMM computes the logits (the sm90 kernels, or cuBLAS for shapes they cannot take), and the
+odd-V path through the padded weight (its logits, and when it is taken)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,36 @@ def test_the_kernels_take_aligned_operands_and_cublas_the_rest():
     assert not gemm_runs_kernels(A.transpose(0, 1), B, C)  # rows not one stride: a copy
     assert not gemm_runs_kernels(A, B, torch.randn(2, 7, 44).half()[..., :40])  # C rows of 44
     assert oasr_gemm.gemm_log_softmax is not None and "gemm_log_softmax" in dir(oasr_gemm)
+
+
+@pytest.mark.parametrize("C_kind", ["none", "bias"])
+def test_the_padded_weight_path_computes_the_same_logits(C_kind):
+    """The odd-V GEMM against the weight padded with zero rows (run here by cuBLAS's CPU twin,
+    torch.mm) gives the logits of the unpadded GEMM, as a view of V columns."""
+    from oasr_gemm.head import _cublas_logits
+
+    A, B, C = _inputs(torch.float32, M=5, V=37, K=24)
+    C = C if C_kind == "bias" else None
+    padded = _cublas_logits(A, B, C, torch.empty(2, 5, 37), pad=True)
+    assert padded.shape == (10, 37) and padded.stride() == (40, 1)
+    out = torch.empty(2, 5, 37)
+    in_place = _cublas_logits(A, B, C, out, pad=False)
+    assert in_place.data_ptr() == out.data_ptr()
+    torch.testing.assert_close(padded, in_place)
+    torch.testing.assert_close(in_place, (A @ B.T + (0 if C is None else C)).reshape(10, 37))
+
+
+def test_when_an_odd_vocabulary_takes_the_padded_weight():
+    from oasr_gemm import head
+
+    def takes_padding(M, V, C=None):
+        logits = head._cublas_logits(torch.zeros(M, 8), torch.zeros(V, 8), C, torch.empty(M, V))
+        return logits.stride(0) != V
+
+    big = -(-head.PAD_MIN_OUTPUTS // 1025)  # rows for 1025 columns to reach the output bar
+    assert takes_padding(big, 1025)
+    assert not takes_padding(big, 1032)  # a multiple of 8: in place
+    assert not takes_padding(big - 1, 1025)  # below the output bar
+    assert not takes_padding(2 * big * 3, 500)  # below the vocabulary bar
+    assert not takes_padding(big, 1025, torch.zeros(big, 1025))  # a matrix C: in place
+    assert takes_padding(big, 1025, torch.zeros(1025))  # a bias is padded with the weight
