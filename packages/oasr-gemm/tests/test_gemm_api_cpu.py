@@ -68,3 +68,18 @@ def test_refusals_name_the_fix():
         oasr_gemm.gemm(A, B, out=torch.empty(4, 9).half(), backend="torch")
     with pytest.raises(TypeError, match="torch.Tensor"):
         oasr_gemm.gemm(A.numpy(), B, backend="torch")
+
+
+def test_an_out_that_aliases_an_input_still_gets_the_product():
+    """The twin writes out directly only when out shares no memory with A, B or C."""
+    gen = torch.Generator().manual_seed(1)
+    A = torch.randn(16, 16, generator=gen).half()
+    B = (torch.randn(16, 16, generator=gen) / 4).half()
+    C = torch.randn(16, 16, generator=gen).half()
+    for target in ("A", "B", "C"):
+        a, b, c = A.clone(), B.clone(), C.clone()
+        want = _ref(a, b, c)
+        out = {"A": a, "B": b, "C": c}[target]
+        got = oasr_gemm.gemm(a, b, c, out=out, backend="torch")
+        assert got is out
+        torch.testing.assert_close(got.double(), want, rtol=3e-2, atol=3e-2)

@@ -19,8 +19,23 @@ _ACTIVATIONS = {
 }
 
 
+def _may_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors' memory ranges (first to last element) intersect: conservative."""
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+
+    def span(t):
+        last = sum((n - 1) * step for n, step in zip(t.shape, t.stride(), strict=True))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    (a_lo, a_hi), (b_lo, b_hi) = span(a), span(b)
+    return a_lo < b_hi and b_lo < a_hi
+
+
 def gemm_activation(A, B, C=None, *, activation="swish", out=None):
-    if out is not None and activation == "identity":  # cuBLAS writes out itself: no copy
+    direct = out is not None and activation == "identity"
+    if direct and not any(_may_overlap(out, t) for t in (A, B, C) if t is not None):
+        # cuBLAS writes out itself (no copy); an out that aliases an input takes the copy below
         M, N = math.prod(A.shape[:-1]), B.shape[0]
         a2d, out2d = A.reshape(M, A.shape[-1]), out.view(M, N)
         if C is None:
