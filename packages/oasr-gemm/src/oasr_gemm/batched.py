@@ -22,7 +22,7 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .gemm import _DTYPE_TAGS, BACKENDS, check_out
+from .gemm import _DTYPE_TAGS, BACKENDS, check_out, require_cuda
 from .gemm import _check_operand as _check
 
 
@@ -90,11 +90,7 @@ def bmm(
     check_out(out, out_shape, A)
     if backend == "torch":
         return twins.bmm(A, B, out=out)
-    if A.device.type != "cuda":
-        raise ValueError(
-            f"A is on {A.device}; the bmm kernels need CUDA tensors (backend='torch' runs the "
-            "PyTorch twin anywhere)"
-        )
+    require_cuda(A, "the bmm kernels")
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     if A.shape[-1] == 0:  # an empty sum: the exact answer, no kernel needed

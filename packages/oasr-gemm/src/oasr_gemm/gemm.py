@@ -53,6 +53,15 @@ def _check_operand(t, name: str, dtype=None) -> None:
         raise TypeError(f"{name} has dtype {t.dtype} but A has {dtype}; cast it with .to()")
 
 
+def require_cuda(A: torch.Tensor, kernels: str) -> None:
+    """ValueError naming the twin when A is not on a CUDA device (``kernels``: what needs it)."""
+    if A.device.type != "cuda":
+        raise ValueError(
+            f"A is on {A.device}; {kernels} need CUDA tensors (backend='torch' runs the PyTorch "
+            "twin anywhere)"
+        )
+
+
 def check_out(out, shape: tuple, A: torch.Tensor) -> None:
     """``out`` (when given) must be a contiguous ``shape`` tensor of A's dtype and device."""
     if out is None:
@@ -152,11 +161,7 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     N, K = B.shape
     if backend == "torch":
         return twins.gemm_activation(A, B, C, activation=activation, out=out)
-    if A.device.type != "cuda":
-        raise ValueError(
-            f"A is on {A.device}; the GEMM kernels need CUDA tensors (backend='torch' runs the "
-            "PyTorch twin anywhere)"
-        )
+    require_cuda(A, "the GEMM kernels")
 
     # The kernels' requirements are checked whatever runs the call, so that a shape that works
     # at one M does not raise at another when the selection moves it off PyTorch.

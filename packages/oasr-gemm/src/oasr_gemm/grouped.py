@@ -20,7 +20,7 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .gemm import _DTYPE_TAGS, BACKENDS, check_out
+from .gemm import _DTYPE_TAGS, BACKENDS, check_out, require_cuda
 from .gemm import _check_operand as _check
 
 #: bytes of the device arrays per group (6 pointers or leading dims and a GemmCoord), plus a
@@ -79,11 +79,7 @@ def group_gemm(
         check_offsets_values(offsets.tolist(), A.shape[0])
     if backend == "torch":
         return twins.group_gemm(A, B, offsets, out=out)
-    if A.device.type != "cuda":
-        raise ValueError(
-            f"A is on {A.device}; the group_gemm kernel needs CUDA tensors (backend='torch' runs "
-            "the PyTorch twin anywhere)"
-        )
+    require_cuda(A, "the group_gemm kernels")
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     if K == 0:  # an empty sum: the exact answer, no kernel needed

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .gemm import _check_tma, _gemm, _rows, check_gemm_args
+from .gemm import _check_tma, _gemm, _rows, check_gemm_args, require_cuda
 
 
 def gemm_runs_kernels(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None) -> bool:
@@ -59,11 +59,7 @@ def gemm_log_softmax(
     check_gemm_args(A, B, C, out, backend)
     if backend == "torch":
         return twins.gemm_log_softmax(A, B, C, out=out)
-    if A.device.type != "cuda":
-        raise ValueError(
-            f"A is on {A.device}; gemm_log_softmax's kernels need CUDA tensors (backend='torch' "
-            "runs the PyTorch twin anywhere)"
-        )
+    require_cuda(A, "gemm_log_softmax's kernels")
     M, V = math.prod(A.shape[:-1]), B.shape[0]
     if backend == "oasr" or gemm_runs_kernels(A, B, C):
         out = _gemm(A, B, C, "identity", out, False, backend, "gemm")
