@@ -1,22 +1,8 @@
 // Launchers of the elementwise activations and GLU (module oasr_activation).
-#include "oasr/common/arch_facts.h"
 #include "oasr/norm/activation.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
-
-namespace {
-
-int checked_num_sms(const DeviceScope& scope) {
-  const int sms = num_sms(scope.device_id());
-  if (sms == 0) {
-    TVM_FFI_THROW(RuntimeError) << "cannot read the multiprocessor count of cuda:"
-                                << scope.device_id();
-  }
-  return sms;
-}
-
-}  // namespace
 
 // out = act(x), x [..., C] (uniformly strided rows), out contiguous; out may be x itself.
 // `activation` is a norm::Activation code other than kNone.
@@ -34,13 +20,12 @@ void activation(TensorView out, TensorView x, int64_t activation) {
                               << int64_t(norm::Activation::kCount) << "), got " << activation;
   }
   if (rows.rows == 0 || rows.cols == 0) return;
-  const int sms = checked_num_sms(scope);
   OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
     const norm::ActivationArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
                                     reinterpret_cast<const T*>(data_bytes(x)), rows.rows,
                                     rows.cols, rows.row_stride};
     norm::dispatch_activation(static_cast<norm::Activation>(activation), [&](auto act) {
-      check_cuda_status(norm::launch_activation<decltype(act)::value>(a, sms, scope.stream()),
+      check_cuda_status(norm::launch_activation<decltype(act)::value>(a, scope.stream()),
                         "activation kernel");
     });
   });
@@ -65,11 +50,10 @@ void glu(TensorView out, TensorView x) {
   }
   check_no_overlap(out, "out", x, "x");
   if (rows.rows == 0 || rows.cols == 0) return;
-  const int sms = checked_num_sms(scope);
   OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
     const norm::GluArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
                              reinterpret_cast<const T*>(data_bytes(x)), rows.rows, rows.cols / 2,
                              rows.row_stride};
-    check_cuda_status(norm::launch_glu(a, sms, scope.stream()), "glu kernel");
+    check_cuda_status(norm::launch_glu(a, scope.stream()), "glu kernel");
   });
 }

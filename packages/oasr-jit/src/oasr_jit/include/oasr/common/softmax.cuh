@@ -16,7 +16,8 @@
 // read of the row from memory). By the row's width in vectors of N elements:
 //   <= 32 vectors                   a group of 4..32 lanes of a warp per row, 128-thread blocks
 //   <= 32 * kSoftmaxRegFloats / N   one warp per row, up to kSoftmaxRegFloats values per lane
-//   <= 512 * kSoftmaxRegFloats / N  one block of 128..512 threads per row
+//   <= 512 * kSoftmaxRegFloats / N  one block of 128, 256 or 512 threads per row, with the
+//                                   fewest vectors per thread that cover it
 //   longer                          one 1024-thread block per row in two passes: an online
 //                                   (max, sum) over the row, then the write (re-reading the row,
 //                                   mostly from L2)
@@ -322,20 +323,43 @@ cudaError_t launch_softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Pa
   return cudaGetLastError();
 }
 
-template <typename Row, typename T, int N, int kBlockThreads>
+// The vectors per thread of a 512-thread block after kVecs: every count to 8, then 12, 16, 24, 32.
+constexpr int next_block_vecs(int vecs) {
+  return vecs < 8 ? vecs + 1 : ((vecs & (vecs - 1)) == 0 ? vecs + vecs / 2 : vecs / 3 * 4);
+}
+
+// Rows past a warp's capacity: a block per row with the fewest vectors per thread that cover it,
+// up to 4 at 128, then 256 threads, then any count at 512 (next_block_vecs). Every slot a thread
+// holds costs registers whether the row fills it or not: on the H200, rows of 1500 halves ran
+// at 2.2 TB/s with 8 slots per thread of which 3 were used and at 4.2 TB/s with exactly 3
+// (oasr-norm's benchmarks/experiments/softmax_rows.cu). A shape no wider than the one before it
+// is never chosen, so it is not instantiated.
+template <typename Row, typename T, int N, int kBlockThreads = 128, int kVecs = 1>
 cudaError_t launch_softmax_block_rows(const SoftmaxDst<T>& dst, const typename Row::Params& src,
                                       int64_t vecs, cudaStream_t stream) {
-  constexpr int kVecs = kSoftmaxRegFloats / N;
-  if constexpr (kBlockThreads <= kSoftmaxMaxRowThreads) {
-    if (vecs <= int64_t(kBlockThreads) * kVecs) {
-      return launch_softmax_rows<Row, T, N, kBlockThreads, kVecs, kBlockThreads>(dst, src, stream);
-    }
-    return launch_softmax_block_rows<Row, T, N, kBlockThreads * 2>(dst, src, vecs, stream);
-  } else {
+  constexpr int kMaxVecs = kSoftmaxRegFloats / N;
+  constexpr int64_t kCapacity = int64_t(kBlockThreads) * kVecs;
+  if constexpr (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs) {
     if (dst.rows > INT_MAX) return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(dst.rows));
     softmax_long_rows_kernel<Row, T, N><<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
     return cudaGetLastError();
+  } else {
+    if constexpr (kCapacity > int64_t(kWarpSize) * kMaxVecs) {
+      if (vecs <= kCapacity) {
+        return launch_softmax_rows<Row, T, N, kBlockThreads, kVecs, kBlockThreads>(dst, src,
+                                                                                  stream);
+      }
+    }
+    if constexpr (kBlockThreads < kSoftmaxMaxRowThreads) {
+      // the next block size starts at 3 vectors: 2 would repeat this size's 4
+      constexpr bool kLast = kVecs == 4 || kVecs == kMaxVecs;
+      return launch_softmax_block_rows<Row, T, N, kLast ? kBlockThreads * 2 : kBlockThreads,
+                                       kLast ? 3 : kVecs + 1>(dst, src, vecs, stream);
+    } else {
+      return launch_softmax_block_rows<Row, T, N, kBlockThreads, next_block_vecs(kVecs)>(
+          dst, src, vecs, stream);
+    }
   }
 }
 
@@ -349,7 +373,7 @@ cudaError_t launch_softmax_warp_rows(const SoftmaxDst<T>& dst, const typename Ro
     }
     return launch_softmax_warp_rows<Row, T, N, kVecs * 2>(dst, src, vecs, stream);
   } else {
-    return launch_softmax_block_rows<Row, T, N, 128>(dst, src, vecs, stream);
+    return launch_softmax_block_rows<Row, T, N>(dst, src, vecs, stream);
   }
 }
 

@@ -4,10 +4,12 @@
 // of a wider buffer, read where it is); outputs are contiguous. The math is float
 // (activation_functors.cuh), rounded once to T.
 //
-// Memory-bound: the grid is the resident capacity (num_sms * kActivationBlocksPerSm blocks of
-// kActivationThreads) and each thread walks the data grid-stride, a step of accesses at a time
-// with every load of the step issued before the first use. launch_activation picks one of three
-// layouts from the pointers and strides (never from the data):
+// Memory-bound: each block takes a chunk of kActivationThreads * kSlots consecutive indices and
+// each thread kSlots of them, every load of the thread issued before the first use. One block
+// per chunk, no persistent grid: on the H200 a grid-stride walk over the resident capacity (4
+// blocks/SM of 256 threads) took 1.00-1.17x PyTorch's time and this shape 0.88-1.01x
+// (benchmarks/experiments/activation_launch.cu). launch_activation picks one of three layouts
+// from the pointers and strides (never from the data):
 //   flat        contiguous rows (or a single row) are one span of rows * cols elements: no index
 //               math; 128-bit accesses when both base addresses are 16-byte aligned, whatever the
 //               width, with a scalar tail
@@ -28,12 +30,10 @@
 
 namespace oasr::norm {
 
-constexpr int kActivationThreads = 256;
-constexpr int kActivationBlocksPerSm = 4;  // __launch_bounds__ holds the kernels to 64 registers
-// Loads per thread per step: 4 resident blocks of 256 threads with 32 bytes each keep 32 KB of
-// loads in flight per SM, ~3x what covers DRAM latency at the H200's copy bandwidth (~8 B/clk/SM
-// of reads x ~1100 clk). Two 128-bit vectors (one GLU pair); four scalars on the scalar paths.
-// Deeper steps made ptxas spill the fp16 erf/tanh kernels at the 64-register bound.
+constexpr int kActivationThreads = 128;
+// Bytes per thread: two 128-bit vectors (one GLU pair). 128 threads with 32 bytes each leave the
+// kernels under 48 registers, so 16 blocks fit an SM; 64 bytes per thread or 256-thread blocks
+// were 2-8% slower on the transcendental ops.
 constexpr int kActivationStepBytes = 32;
 
 template <typename Slot>
@@ -54,22 +54,23 @@ struct GluArgs {
   int64_t rows, cols, x_stride;
 };
 
-// Visits every index in [0, count) grid-stride, kStepSlots<Slot> indices per step: `load(i,
-// slot)` for each index of the step first, then `store(i, slot)`.
+// Visits every index in [0, count) in chunks of kStepSlots<Slot> * blockDim.x, one chunk per
+// block (the loop repeats only if the grid was capped): `load(i, slot)` for each of the thread's
+// indices (blockDim.x apart) first, then `store(i, slot)`.
 template <typename Slot, typename Load, typename Store>
-OASR_DEVICE void grid_stride_steps(int64_t count, Load&& load, Store&& store) {
+OASR_DEVICE void chunked_steps(int64_t count, Load&& load, Store&& store) {
   constexpr int kSlots = kStepSlots<Slot>;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t base = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; base < count;
-       base += stride * kSlots) {
+  const int64_t chunk = int64_t(blockDim.x) * kSlots;
+  for (int64_t base = int64_t(blockIdx.x) * chunk + threadIdx.x; base < count;
+       base += int64_t(gridDim.x) * chunk) {
     Slot slots[kSlots];
 #pragma unroll
     for (int u = 0; u < kSlots; ++u) {
-      if (base + u * stride < count) load(base + u * stride, slots[u]);
+      if (base + u * blockDim.x < count) load(base + u * blockDim.x, slots[u]);
     }
 #pragma unroll
     for (int u = 0; u < kSlots; ++u) {
-      if (base + u * stride < count) store(base + u * stride, slots[u]);
+      if (base + u * blockDim.x < count) store(base + u * blockDim.x, slots[u]);
     }
   }
 }
@@ -77,9 +78,9 @@ OASR_DEVICE void grid_stride_steps(int64_t count, Load&& load, Store&& store) {
 // y = act(x) for the N-element vector index v of the output. kFlat: x is contiguous like the
 // output; otherwise v splits into (row, column vector) by vecs_per_row.
 template <Activation kAct, typename T, int N, bool kFlat>
-__global__ void __launch_bounds__(kActivationThreads, kActivationBlocksPerSm)
+__global__ void __launch_bounds__(kActivationThreads)
     activation_kernel(ActivationArgs<T> a, IndexDivmod vecs_per_row, int64_t num_vecs) {
-  grid_stride_steps<Vec<T, N>>(
+  chunked_steps<Vec<T, N>>(
       num_vecs,
       [&](int64_t v, Vec<T, N>& slot) {
         int64_t offset = v * N;
@@ -108,9 +109,9 @@ struct GluSlot {
 
 // out[r, c] = x[r, c] * sigmoid(x[r, cols + c]) for the N-element vector index v of the output.
 template <typename T, int N>
-__global__ void __launch_bounds__(kActivationThreads, kActivationBlocksPerSm)
+__global__ void __launch_bounds__(kActivationThreads)
     glu_kernel(GluArgs<T> a, IndexDivmod vecs_per_row, int64_t num_vecs) {
-  grid_stride_steps<GluSlot<T, N>>(
+  chunked_steps<GluSlot<T, N>>(
       num_vecs,
       [&](int64_t v, GluSlot<T, N>& slot) {
         const int64_t row = vecs_per_row.div(v);
@@ -128,19 +129,20 @@ __global__ void __launch_bounds__(kActivationThreads, kActivationBlocksPerSm)
       });
 }
 
-// A grid of at most the resident capacity; at least one block (the flat kernel's tail).
-template <typename Kernel, typename Args>
-cudaError_t launch_grid_stride(Kernel kernel, const Args& a, IndexDivmod vecs_per_row,
-                               int64_t num_vecs, int num_sms, cudaStream_t stream) {
-  const int64_t wanted = ceil_div<int64_t>(num_vecs, kActivationThreads);
-  const int64_t resident = int64_t(num_sms) * kActivationBlocksPerSm;
-  const dim3 grid(static_cast<unsigned>(std::max<int64_t>(1, std::min(wanted, resident))));
+// One block per chunk of indices (at least one block: the flat kernel's tail), capped at the
+// largest grid.
+template <typename Slot, typename Kernel, typename Args>
+cudaError_t launch_chunked(Kernel kernel, const Args& a, IndexDivmod vecs_per_row,
+                           int64_t num_vecs, cudaStream_t stream) {
+  const int64_t chunks =
+      ceil_div<int64_t>(num_vecs, int64_t(kActivationThreads) * kStepSlots<Slot>);
+  const dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(chunks, 1, INT32_MAX)));
   kernel<<<grid, kActivationThreads, 0, stream>>>(a, vecs_per_row, num_vecs);
   return cudaGetLastError();
 }
 
 template <Activation kAct, typename T>
-cudaError_t launch_activation(const ActivationArgs<T>& a, int num_sms, cudaStream_t stream) {
+cudaError_t launch_activation(const ActivationArgs<T>& a, cudaStream_t stream) {
   static_assert(kAct != Activation::kNone && kAct != Activation::kCount,
                 "launch_activation needs a real activation");
   constexpr int N = kVec128<T>;
@@ -148,32 +150,33 @@ cudaError_t launch_activation(const ActivationArgs<T>& a, int num_sms, cudaStrea
   const bool bases_aligned = is_vec_aligned<T, N>(a.x) && is_vec_aligned<T, N>(a.out);
   if (a.rows == 1 || a.x_stride == a.cols) {
     if (bases_aligned) {
-      return launch_grid_stride(activation_kernel<kAct, T, N, true>, a, IndexDivmod(), n / N,
-                                num_sms, stream);
+      return launch_chunked<Vec<T, N>>(activation_kernel<kAct, T, N, true>, a, IndexDivmod(),
+                                       n / N, stream);
     }
-    return launch_grid_stride(activation_kernel<kAct, T, 1, true>, a, IndexDivmod(), n, num_sms,
-                              stream);
+    return launch_chunked<Vec<T, 1>>(activation_kernel<kAct, T, 1, true>, a, IndexDivmod(), n,
+                                     stream);
   }
   if (bases_aligned && a.cols % N == 0 && a.x_stride % N == 0) {
     const int64_t num_vecs = a.rows * (a.cols / N);
-    return launch_grid_stride(activation_kernel<kAct, T, N, false>, a,
-                              IndexDivmod(a.cols / N, num_vecs - 1), num_vecs, num_sms, stream);
+    return launch_chunked<Vec<T, N>>(activation_kernel<kAct, T, N, false>, a,
+                                     IndexDivmod(a.cols / N, num_vecs - 1), num_vecs, stream);
   }
-  return launch_grid_stride(activation_kernel<kAct, T, 1, false>, a, IndexDivmod(a.cols, n - 1),
-                            n, num_sms, stream);
+  return launch_chunked<Vec<T, 1>>(activation_kernel<kAct, T, 1, false>, a,
+                                   IndexDivmod(a.cols, n - 1), n, stream);
 }
 
 template <typename T>
-cudaError_t launch_glu(const GluArgs<T>& a, int num_sms, cudaStream_t stream) {
+cudaError_t launch_glu(const GluArgs<T>& a, cudaStream_t stream) {
   constexpr int N = kVec128<T>;
   if (is_vec_aligned<T, N>(a.x) && is_vec_aligned<T, N>(a.out) && a.cols % N == 0 &&
       a.x_stride % N == 0) {
     const int64_t num_vecs = a.rows * (a.cols / N);
-    return launch_grid_stride(glu_kernel<T, N>, a, IndexDivmod(a.cols / N, num_vecs - 1),
-                              num_vecs, num_sms, stream);
+    return launch_chunked<GluSlot<T, N>>(glu_kernel<T, N>, a,
+                                         IndexDivmod(a.cols / N, num_vecs - 1), num_vecs, stream);
   }
   const int64_t n = a.rows * a.cols;
-  return launch_grid_stride(glu_kernel<T, 1>, a, IndexDivmod(a.cols, n - 1), n, num_sms, stream);
+  return launch_chunked<GluSlot<T, 1>>(glu_kernel<T, 1>, a, IndexDivmod(a.cols, n - 1), n,
+                                       stream);
 }
 
 // Calls f(std::integral_constant<Activation, kAct>{}) for the activation `act` names; returns

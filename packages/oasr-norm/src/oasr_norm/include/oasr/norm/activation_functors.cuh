@@ -42,8 +42,9 @@ OASR_DEVICE float activate(float x) {
   } else if constexpr (kAct == Activation::kGelu) {
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
   } else if constexpr (kAct == Activation::kGeluTanh) {
-    const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(inner));
+    // 0.5 x (1 + tanh(u)) = x * sigmoid(2u): one exponential, no cancellation for u << 0
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return x * __frcp_rn(1.0f + __expf(-2.0f * u));
   } else if constexpr (kAct == Activation::kSigmoid) {
     return __frcp_rn(1.0f + __expf(-x));
   } else if constexpr (kAct == Activation::kTanh) {
