@@ -126,6 +126,70 @@ def test_beam_search_asr_size(beam):
     _assert_same_hyps(got.to_hypotheses(), want, beam)
 
 
+def _blank_dominated(rng: random.Random, B: int, T: int, V: int, blank: int) -> torch.Tensor:
+    """[B, T, V] CTC-like posteriors: the blank far ahead on ~75% of frames (the search's blank
+    frames), a strong token on the others, now and then a runner-up near the top; on ~10% of the
+    frames the blank ties the best non-blank token exactly."""
+    gen = torch.Generator().manual_seed(rng.getrandbits(62))
+    logits = torch.randn(B, T, V, generator=gen)
+    spoken = torch.randint(0, V, (B, T), generator=gen)
+    top = torch.where(torch.rand(B, T, generator=gen) < 0.75, blank, spoken)
+    logits.scatter_(-1, top[..., None], 9 + torch.randn(B, T, 1, generator=gen))
+    runner_up = torch.randint(0, V, (B, T, 1), generator=gen)
+    lift = torch.where(torch.rand(B, T, 1, generator=gen) < 0.3, 7.0, 0.0)
+    logits.scatter_add_(-1, runner_up, lift)
+    if V > 1:
+        other = (blank + 1 + torch.randint(0, V - 1, (B, T), generator=gen)) % V
+        tie = torch.rand(B, T, generator=gen) < 0.1
+        best = logits.gather(-1, top[..., None])
+        logits[..., blank] = torch.where(tie, best[..., 0], logits[..., blank])
+        old = logits.gather(-1, other[..., None])
+        logits.scatter_(-1, other[..., None], torch.where(tie[..., None], best, old))
+    return torch.log_softmax(logits, -1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_beam_search_blank_frames_equal_cpu(seed):
+    """The blank-frame path (a full beam whose extensions all fall below the bar: specials only)
+    and its hand-over with ordinary frames: beams below and above 16 (one warp / all warps),
+    the blank anywhere or tied with the best token, skipped frames, lengths, 16-bit ties."""
+    rng = random.Random(1000 + seed)
+    for beam in (1, 2, 5, 10, 16, 17, 32):
+        B, T = rng.randint(1, 5), rng.choice([7, 40, 113])
+        V = rng.choice([3, 29, 257, 5000])
+        blank = rng.choice([0, V - 1, rng.randrange(V)])
+        log_probs = _blank_dominated(rng, B, T, V, blank)
+        if rng.random() < 0.3:
+            log_probs = log_probs.to(rng.choice([torch.float16, torch.bfloat16]))
+        lengths = [rng.randint(0, T) for _ in range(B)]
+        settings = dict(
+            beam_size=beam,
+            blank=blank,
+            nbest=rng.randint(1, beam),
+            blank_skip_threshold=rng.choice([None, None, 0.9, 0.999]),
+        )
+        got, want = _gpu_vs_cpu(log_probs, lengths, **settings)
+        what = dict(settings, shape=(B, T, V), dtype=log_probs.dtype)
+        _assert_same_hyps(got.to_hypotheses(), want, what)
+
+
+@pytest.mark.parametrize("beam", [4, 10, 32])
+def test_streaming_blank_frames_equal_cpu(beam):
+    """Chunks of 1 to 9 frames: each launch starts with the blank-frame test on its first frame
+    (its entries' log-probs loaded before the loop)."""
+    rng = random.Random(beam)
+    S, T, V = 5, 120, 300
+    log_probs = _blank_dominated(rng, S, T, V, 0).cuda()
+    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=min(beam, 3), max_frames=16)
+    t = 0
+    while t < T:
+        step = rng.randint(1, 9)
+        stream.accept(log_probs[:, t : t + step])
+        t += step
+    want = dec.ctc_prefix_beam_search(log_probs.cpu(), beam_size=beam, nbest=min(beam, 3))
+    _assert_same_hyps(stream.result().to_hypotheses(), want, beam)
+
+
 def test_beam_search_strided_input():
     """[T, B, V] transposed to [B, T, V] is read in place."""
     rng = random.Random(3)

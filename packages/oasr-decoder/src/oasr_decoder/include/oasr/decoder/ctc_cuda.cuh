@@ -18,6 +18,12 @@
 // token sequences), and the `beam` best become the next beam at slot = rank, so the beam stays
 // sorted best first and its first n entries are the n-best.
 //
+// Blank frames (most of CTC posteriors): with a full beam, no candidate below the bar = min over
+// entries of acoustic + l[blank] can enter (the stays score at least that). When even the best
+// entry's acoustic plus the frame's largest non-blank log-prob falls below it, every L_y is
+// empty (IEEE addition is monotone), so the frame ranks the specials only: no lists, no binary
+// searches, one barrier instead of three (two above beam 16), the same result.
+//
 // Token sequences live in a trie per stream (pool of nodes: token, parent, depth) in which every
 // sequence has exactly one node: a child is looked up in a hash map keyed by (parent, token)
 // before it is created. So "is y + c in the beam" and "is p the prefix of q" are node-id
@@ -301,6 +307,12 @@ __global__ void __launch_bounds__(kThreads)
       sm.last[0][tid] = pools.token[n];
       sm.parent_node[0][tid] = pools.parent[n];
       sm.depth[0][tid] = pools.depth[n];
+      // l_last for frame 0 (the entries' only), so frame 0 may take the blank-frame path
+      if (len > 0 && tid < counters[kNumEntries]) {
+        const T* row0 = in.log_probs + row * in.stride_row;
+        sm.l_last[0][tid] =
+            n != 0 ? static_cast<double>(to_float(row0[pools.token[n]])) : -INFINITY;
+      }
     }
   }
   __syncthreads();
@@ -309,14 +321,15 @@ __global__ void __launch_bounds__(kThreads)
   int32_t nb = sm.num_entries;  // uniform: every thread updates it after each frame
   const int32_t blank = in.blank;
   // Frame t's inputs in registers, loaded one frame ahead so their latency hides behind the
-  // previous frame's work: every thread holds the blank's and the largest log-prob, thread
+  // previous frame's work: every thread holds the blank's log-prob and the two largest, thread
   // j < top_k the frame's j-th token and its log-prob.
   int32_t pre_id = 0;
-  float pre_val = 0.0f, pre_blank = 0.0f, pre_top0 = 0.0f;
+  float pre_val = 0.0f, pre_blank = 0.0f, pre_top0 = 0.0f, pre_top1 = 0.0f;
   auto load_frame = [&](int32_t t) {
     const int64_t f = static_cast<int64_t>(row) * in.num_frames + t;
     pre_blank = to_float(in.log_probs[row * in.stride_row + t * in.stride_frame + blank]);
     pre_top0 = to_float(in.top_vals[f * in.top_k]);
+    pre_top1 = in.top_k > 1 ? to_float(in.top_vals[f * in.top_k + 1]) : -INFINITY;
     if (tid < in.top_k) {
       pre_id = in.top_ids[f * in.top_k + tid];
       pre_val = to_float(in.top_vals[f * in.top_k + tid]);
@@ -324,7 +337,84 @@ __global__ void __launch_bounds__(kThreads)
   };
   if (len > 0) load_frame(0);
   // sm.l_last[cur] holds frame l_last_frame's values (uniform: every thread updates it)
-  int32_t l_last_frame = -1;
+  int32_t l_last_frame = 0;
+
+  // Entry i's links within the beam: the index of its prefix (-1: not in the beam), and bit e
+  // set when entry e's prefix is entry i.
+  auto link_entry = [&](int32_t i, int32_t* parent_idx, uint32_t* children) {
+    int32_t p = -1;
+    uint32_t c = 0;
+    for (int32_t j = 0; j < nb; ++j) {
+      if (sm.node[cur][j] == sm.parent_node[cur][i]) p = j;
+      if (sm.parent_node[cur][j] == sm.node[cur][i]) c |= 1u << j;
+    }
+    *parent_idx = p;
+    *children = c;
+  };
+
+  // Special x of entry i = x / 2 (even: its stay, odd: its repeat extension) into sp_*[x], from
+  // the entry's links and l = log_probs[frame, last(i)]; true when it has a finite score.
+  auto make_special = [&](int32_t x, int32_t p, uint32_t children, double l, double l_blank) {
+    const int32_t i = x / 2;
+    const int32_t n = sm.node[cur][i];
+    const double pb = sm.pb[cur][i], pnb = sm.pnb[cur][i];
+    const double vb = sm.vb[cur][i], vnb = sm.vnb[cur][i];
+    bool valid = false;
+    if (x % 2 == 0) {
+      const bool vb_from_nb = vnb >= vb;
+      const double new_pb = sm.acoustic[cur][i] + l_blank;
+      const double new_vb = (vb_from_nb ? vnb : vb) + l_blank;
+      double stay_p = -INFINITY, stay_v = -INFINITY, ext = -INFINITY, ext_v = -INFINITY;
+      int32_t ext_chain = -1;
+      if (n != 0) {
+        stay_p = pnb + l;
+        stay_v = vnb + l;
+        if (p >= 0) {  // seq(p) + last(i) merges into this stay
+          if (sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i]) {
+            ext = sm.pb[cur][p] + l;
+            ext_v = sm.vb[cur][p] + l;
+            ext_chain = sm.chain_b[cur][p];
+          } else {
+            ext = sm.acoustic[cur][p] + l;
+            const bool from_nb = sm.vnb[cur][p] >= sm.vb[cur][p];
+            ext_v = (from_nb ? sm.vnb[cur][p] : sm.vb[cur][p]) + l;
+            ext_chain = from_nb ? sm.chain_nb[cur][p] : sm.chain_b[cur][p];
+          }
+        }
+      }
+      const double new_pnb = log_add_exp(stay_p, ext);
+      const bool vnb_extends = !(stay_v >= ext_v);
+      const double score = log_add_exp(new_pb, new_pnb);
+      valid = score != -INFINITY;
+      sm.sp_score[x] = score;
+      sm.sp_pb[x] = new_pb;
+      sm.sp_pnb[x] = new_pnb;
+      sm.sp_vb[x] = new_vb;
+      sm.sp_vnb[x] = vnb_extends ? ext_v : stay_v;
+      sm.sp_chain_b[x] = vb_from_nb ? sm.chain_nb[cur][i] : sm.chain_b[cur][i];
+      // a new link continuing ext_chain, or the entry's own chain_nb
+      sm.sp_vnb_new[x] = vnb_extends;
+      sm.sp_chain_parent[x] = vnb_extends ? ext_chain : sm.chain_nb[cur][i];
+    } else if (n != 0) {  // repeat: seq(i) + last(i), from pb only, unless already in the beam
+      bool merged = false;
+      for (uint32_t m = children; m != 0; m &= m - 1) {
+        merged |= sm.last[cur][__ffs(m) - 1] == sm.last[cur][i];
+      }
+      const double new_pnb = pb + l;
+      valid = !merged && new_pnb != -INFINITY;
+      sm.sp_score[x] = new_pnb;
+      sm.sp_pb[x] = -INFINITY;
+      sm.sp_pnb[x] = new_pnb;
+      sm.sp_vb[x] = -INFINITY;
+      sm.sp_vnb[x] = vb + l;
+      sm.sp_chain_b[x] = -1;
+      sm.sp_vnb_new[x] = true;
+      sm.sp_chain_parent[x] = sm.chain_b[cur][i];
+    }
+    sm.sp_valid[x] = valid;
+    return valid;
+  };
+
   for (int32_t t = 0; t < len && sm.status == 0; ++t) {
     // The frame's largest value (NaN counts as largest in the top-k order) vets the row.
     if (isnan(pre_top0) || pre_top0 == INFINITY) {
@@ -336,149 +426,117 @@ __global__ void __launch_bounds__(kThreads)
       if (t + 1 < len) load_frame(t + 1);
       continue;
     }
+    // The frame's largest non-blank log-prob: top 0, or top 1 where the blank is top 0 (where
+    // the blank only ties top 0, top 1 ties them too).
+    const double l_regular = pre_top0 > pre_blank ? pre_top0 : pre_top1;
     const T* row_lp = in.log_probs + row * in.stride_row + t * in.stride_frame;
     const int nxt = cur ^ 1;
-
-    // Entry facts, the frame's tokens.
-    if (tid < in.top_k) {
-      sm.top_id[tid] = pre_id;
-      sm.top_l[tid] = pre_val;
-    }
-    if (tid < nb) {
-      const int32_t i = tid;
-      if (l_last_frame != t) {  // the first frame, or one after skipped frames
-        sm.l_last[cur][i] = sm.node[cur][i] != 0
-                                ? static_cast<double>(to_float(row_lp[sm.last[cur][i]]))
-                                : -INFINITY;
-      }
-      int32_t p = -1;
-      uint32_t children = 0;
-      for (int32_t j = 0; j < nb; ++j) {
-        if (sm.node[cur][j] == sm.parent_node[cur][i]) p = j;
-        if (sm.parent_node[cur][j] == sm.node[cur][i]) children |= 1u << j;
-      }
-      sm.parent_idx[i] = p;
-      sm.children[i] = children;
-    }
-    if (tid == 0) sm.num_valid = 0;
-    __syncthreads();
-    if (t + 1 < len) load_frame(t + 1);  // consumed at the top of the next frame
 
     // A bar for the ranking: each stay scores at least acoustic + l[blank] (lse(a, b) >= a);
     // with a full beam, the smallest of those bounds has `beam` valid candidates at or above it,
     // so a candidate scoring strictly below it cannot enter. Tight on blank frames, where most
     // extensions fall below it and skip the ranking.
-    double bar = -INFINITY;
+    double bar = -INFINITY, best = -INFINITY;
     if (nb == beam) {
       bar = INFINITY;
-      for (int32_t i = 0; i < nb; ++i) bar = fmin(bar, sm.acoustic[cur][i] + l_blank);
+      for (int32_t i = 0; i < nb; ++i) {
+        bar = fmin(bar, sm.acoustic[cur][i] + l_blank);
+        best = fmax(best, sm.acoustic[cur][i]);
+      }
     }
+    // A blank frame (see the top of the file): every L_y would be empty, as acoustic(y) + l[c]
+    // <= best + l_regular < bar. It needs l_last in shared memory (not so on a frame after
+    // skipped ones). Uniform: every thread computes it from the same values.
+    const bool blank_frame = best + l_regular < bar && l_last_frame == t;
 
-    // Specials: the stay and the repeat extension of each entry.
+    if (!blank_frame) {
+      // Entry facts, the frame's tokens.
+      if (tid < in.top_k) {
+        sm.top_id[tid] = pre_id;
+        sm.top_l[tid] = pre_val;
+      }
+      if (tid < nb) {
+        const int32_t i = tid;
+        if (l_last_frame != t) {  // a frame after skipped frames
+          sm.l_last[cur][i] = sm.node[cur][i] != 0
+                                  ? static_cast<double>(to_float(row_lp[sm.last[cur][i]]))
+                                  : -INFINITY;
+        }
+        link_entry(i, &sm.parent_idx[i], &sm.children[i]);
+      }
+      if (tid == 0) sm.num_valid = 0;
+      __syncthreads();
+    }
+    if (t + 1 < len) load_frame(t + 1);  // consumed at the top of the next frame
+
+    // Specials: the stay and the repeat extension of each entry. On a blank frame, threads 2 i
+    // and 2 i + 1 find entry i's facts themselves, instead of behind a barrier.
     if (tid < 2 * nb) {
       const int32_t i = tid / 2;
-      const bool stay = tid % 2 == 0;
-      const int32_t n = sm.node[cur][i];
-      const double pb = sm.pb[cur][i], pnb = sm.pnb[cur][i];
-      const double vb = sm.vb[cur][i], vnb = sm.vnb[cur][i];
-      const double l = sm.l_last[cur][i];
-      bool valid = false;
-      if (stay) {
-        const bool vb_from_nb = vnb >= vb;
-        const double new_pb = sm.acoustic[cur][i] + l_blank;
-        const double new_vb = (vb_from_nb ? vnb : vb) + l_blank;
-        double stay_p = -INFINITY, stay_v = -INFINITY, ext = -INFINITY, ext_v = -INFINITY;
-        int32_t ext_chain = -1;
-        if (n != 0) {
-          stay_p = pnb + l;
-          stay_v = vnb + l;
-          const int32_t p = sm.parent_idx[i];
-          if (p >= 0) {  // seq(p) + last(i) merges into this stay
-            if (sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i]) {
-              ext = sm.pb[cur][p] + l;
-              ext_v = sm.vb[cur][p] + l;
-              ext_chain = sm.chain_b[cur][p];
-            } else {
-              ext = sm.acoustic[cur][p] + l;
-              const bool from_nb = sm.vnb[cur][p] >= sm.vb[cur][p];
-              ext_v = (from_nb ? sm.vnb[cur][p] : sm.vb[cur][p]) + l;
-              ext_chain = from_nb ? sm.chain_nb[cur][p] : sm.chain_b[cur][p];
-            }
-          }
-        }
-        const double new_pnb = log_add_exp(stay_p, ext);
-        const bool vnb_extends = !(stay_v >= ext_v);
-        const double score = log_add_exp(new_pb, new_pnb);
-        valid = score != -INFINITY;
-        sm.sp_score[tid] = score;
-        sm.sp_pb[tid] = new_pb;
-        sm.sp_pnb[tid] = new_pnb;
-        sm.sp_vb[tid] = new_vb;
-        sm.sp_vnb[tid] = vnb_extends ? ext_v : stay_v;
-        sm.sp_chain_b[tid] = vb_from_nb ? sm.chain_nb[cur][i] : sm.chain_b[cur][i];
-        // a new link continuing ext_chain, or the entry's own chain_nb
-        sm.sp_vnb_new[tid] = vnb_extends;
-        sm.sp_chain_parent[tid] = vnb_extends ? ext_chain : sm.chain_nb[cur][i];
-      } else if (n != 0) {  // repeat: seq(i) + last(i), from pb only, unless already in the beam
-        bool merged = false;
-        for (uint32_t m = sm.children[i]; m != 0; m &= m - 1) {
-          merged |= sm.last[cur][__ffs(m) - 1] == sm.last[cur][i];
-        }
-        const double new_pnb = pb + l;
-        valid = !merged && new_pnb != -INFINITY;
-        sm.sp_score[tid] = new_pnb;
-        sm.sp_pb[tid] = -INFINITY;
-        sm.sp_pnb[tid] = new_pnb;
-        sm.sp_vb[tid] = -INFINITY;
-        sm.sp_vnb[tid] = vb + l;
-        sm.sp_chain_b[tid] = -1;
-        sm.sp_vnb_new[tid] = true;
-        sm.sp_chain_parent[tid] = sm.chain_b[cur][i];
+      int32_t p;
+      uint32_t children;
+      if (blank_frame) {
+        link_entry(i, &p, &children);
+      } else {
+        p = sm.parent_idx[i];
+        children = sm.children[i];
       }
-      sm.sp_valid[tid] = valid;
-      if (valid) atomicAdd(&sm.num_valid, 1);
+      const double l = sm.l_last[cur][i];
+      const bool valid = make_special(tid, p, children, l, l_blank);
+      if (valid && !blank_frame) atomicAdd(&sm.num_valid, 1);
     }
 
-    // L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the
-    // blank, not last(y), not the last token of a child of y in the beam, with l > -inf, whose
-    // extension scores at least the bar (the order is by l: once below, all later are).
-    for (int32_t y = warp; y < nb; y += kWarps) {
-      const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
-      const double base = sm.acoustic[cur][y];
-      int32_t count = 0;
-      bool below = false;
-      for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
-        const int32_t j = j0 + lane;
-        bool ok = false;
-        int32_t c = -1;
-        double l = -INFINITY;
-        if (j < in.top_k) {
-          c = sm.top_id[j];
-          l = sm.top_l[j];
-          ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
-          for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
-            ok &= sm.last[cur][__ffs(m) - 1] != c;
+    // A blank frame keeps `beam` entries: its nb == beam stays score >= bar > -inf.
+    int32_t nb_next = nb;
+    if (blank_frame) {
+      // Up to beam 16 the specials are warp 0's alone: a warp barrier suffices.
+      if (2 * nb <= 32) {
+        if (warp == 0) __syncwarp();
+      } else {
+        __syncthreads();
+      }
+    } else {
+      // L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the
+      // blank, not last(y), not the last token of a child of y in the beam, with l > -inf,
+      // whose extension scores at least the bar (the order is by l: once below, all later are).
+      for (int32_t y = warp; y < nb; y += kWarps) {
+        const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
+        const double base = sm.acoustic[cur][y];
+        int32_t count = 0;
+        bool below = false;
+        for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
+          const int32_t j = j0 + lane;
+          bool ok = false;
+          int32_t c = -1;
+          double l = -INFINITY;
+          if (j < in.top_k) {
+            c = sm.top_id[j];
+            l = sm.top_l[j];
+            ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
+            for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
+              ok &= sm.last[cur][__ffs(m) - 1] != c;
+            }
           }
+          below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
+          const unsigned ballot = __ballot_sync(0xffffffffu, ok);
+          const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
+          if (ok && pos < beam) {
+            sm.ext_score[y][pos] = base + l;
+            sm.ext_l[y][pos] = l;
+            sm.ext_token[y][pos] = c;
+          }
+          count += __popc(ballot);
         }
-        below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
-        const unsigned ballot = __ballot_sync(0xffffffffu, ok);
-        const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
-        if (ok && pos < beam) {
-          sm.ext_score[y][pos] = base + l;
-          sm.ext_l[y][pos] = l;
-          sm.ext_token[y][pos] = c;
+        if (lane == 0) {
+          sm.ext_len[y] = count < beam ? count : beam;
+          atomicAdd(&sm.num_valid, count < beam ? count : beam);
         }
-        count += __popc(ballot);
       }
-      if (lane == 0) {
-        sm.ext_len[y] = count < beam ? count : beam;
-        atomicAdd(&sm.num_valid, count < beam ? count : beam);
-      }
+      __syncthreads();
+      // The next beam's size (read here: tid 0 resets the count in the next frame, after the
+      // barrier below).
+      nb_next = sm.num_valid < beam ? sm.num_valid : beam;
     }
-    __syncthreads();
-    // The next beam's size (read here: tid 0 resets the count in the next frame, after the
-    // barrier below).
-    const int32_t nb_next = sm.num_valid < beam ? sm.num_valid : beam;
 
     // Rank every candidate; the `beam` best become the next beam at slot = rank.
     // Candidate x: (score, source entry, extra token or -1 for a stay).
@@ -488,7 +546,8 @@ __global__ void __launch_bounds__(kThreads)
       return pools.seq_less(sm.node[cur][ya], ea, sm.node[cur][yb], eb);
     };
     const int32_t num_special = 2 * nb;
-    const int32_t total = num_special + nb * beam;
+    const int32_t num_lists = blank_frame ? 0 : nb;  // a blank frame's L_y are empty (not built)
+    const int32_t total = num_special + num_lists * beam;
     for (int32_t x = tid; x < total; x += kThreads) {
       double score;
       int32_t y, e, list_pos = -1;
@@ -511,7 +570,7 @@ __global__ void __launch_bounds__(kThreads)
         const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
         rank += better(sm.sp_score[z], z / 2, ez, score, y, e);
       }
-      for (int32_t w = 0; w < nb && rank < beam; ++w) {
+      for (int32_t w = 0; w < num_lists && rank < beam; ++w) {
         if (w == y && list_pos >= 0) {
           rank += list_pos;  // L_y is sorted: exactly its first list_pos entries beat x
           continue;
