@@ -43,30 +43,25 @@ __global__ void __launch_bounds__(kThreads, kMin) persist(T* out, const T* x, in
   }
 }
 
-// One block per kThreads * kVecs vectors, no grid-stride (PyTorch's shape).
-template <Activation A, int kVecs, int kThreads>
+// One block per kThreads * kVecs vectors, no grid-stride (PyTorch's shape); kStreaming: evict-
+// first loads and stores.
+template <Activation A, int kVecs, int kThreads, bool kStreaming = false>
 __global__ void __launch_bounds__(kThreads) oneshot(T* out, const T* x, int64_t nv) {
   const int64_t base = int64_t(blockIdx.x) * kThreads * kVecs + threadIdx.x;
   V s[kVecs];
 #pragma unroll
-  for (int u = 0; u < kVecs; ++u)
-    if (base + u * kThreads < nv) s[u].load(x + (base + u * kThreads) * N);
+  for (int u = 0; u < kVecs; ++u) {
+    const int64_t v = base + u * kThreads;
+    if (v >= nv) continue;
+    if constexpr (kStreaming) s[u].load_streaming(x + v * N); else s[u].load(x + v * N);
+  }
 #pragma unroll
-  for (int u = 0; u < kVecs; ++u)
-    if (base + u * kThreads < nv) { apply<A>(s[u]); s[u].store(out + (base + u * kThreads) * N); }
-}
-
-// Same as oneshot with streaming (evict-first) loads and stores.
-template <Activation A, int kVecs, int kThreads>
-__global__ void __launch_bounds__(kThreads) oneshot_cs(T* out, const T* x, int64_t nv) {
-  const int64_t base = int64_t(blockIdx.x) * kThreads * kVecs + threadIdx.x;
-  V s[kVecs];
-#pragma unroll
-  for (int u = 0; u < kVecs; ++u)
-    if (base + u * kThreads < nv) s[u].load_streaming(x + (base + u * kThreads) * N);
-#pragma unroll
-  for (int u = 0; u < kVecs; ++u)
-    if (base + u * kThreads < nv) { apply<A>(s[u]); s[u].store_streaming(out + (base + u * kThreads) * N); }
+  for (int u = 0; u < kVecs; ++u) {
+    const int64_t v = base + u * kThreads;
+    if (v >= nv) continue;
+    apply<A>(s[u]);
+    if constexpr (kStreaming) s[u].store_streaming(out + v * N); else s[u].store(out + v * N);
+  }
 }
 
 static int g_sms;
@@ -118,8 +113,8 @@ void run_act(const char* name, int64_t rows, int64_t cols, T** outs, T** xs) {
   res.push_back({"oneshot v1 t256", time_us(O(oneshot<A, 1, 256>, 1, 256), outs, xs)});
   res.push_back({"oneshot v2 t256", time_us(O(oneshot<A, 2, 256>, 2, 256), outs, xs)});
   res.push_back({"oneshot v4 t256", time_us(O(oneshot<A, 4, 256>, 4, 256), outs, xs)});
-  res.push_back({"oneshot_cs v2 t128", time_us(O(oneshot_cs<A, 2, 128>, 2, 128), outs, xs)});
-  res.push_back({"oneshot_cs v4 t256", time_us(O(oneshot_cs<A, 4, 256>, 4, 256), outs, xs)});
+  res.push_back({"oneshot_cs v2 t128", time_us(O(oneshot<A, 2, 128, true>, 2, 128), outs, xs)});
+  res.push_back({"oneshot_cs v4 t256", time_us(O(oneshot<A, 4, 256, true>, 4, 256), outs, xs)});
   const double bytes = 2.0 * n * sizeof(T);
   for (auto& r : res)
     printf("%-10s %s %6ldx%-5ld %-28s %8.2f us %6.0f GB/s\n", name, kDtype, rows, cols, r.v, r.us,

@@ -16,18 +16,14 @@ static const char* kDtype = "bf16";
 #endif
 constexpr int kRot = 3;
 
-template <int N, int G, int V, int B>
-float time_variant(T** outs, T** xs, int64_t rows, int64_t cols, bool log) {
-  auto launch = [&](T* o, T* x) {
-    SoftmaxDst<T> dst{o, rows, cols, log};
-    SoftmaxArgs<T> src{o, x, rows, cols, cols, log};
-    launch_softmax_rows<DenseRow<T, N>, T, N, G, V, B>(dst, src, 0);
-  };
+// Median per-call time of `launch(out, x)` over 7 batches, rotating kRot buffers.
+template <typename Launch>
+float time_us(Launch launch, T** outs, T** xs, int64_t elements) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0); cudaEventCreate(&e1);
   for (int i = 0; i < 6; ++i) launch(outs[i % kRot], xs[i % kRot]);
   std::vector<float> v;
-  const int reps = rows * cols > 100000000 ? 3 : 20;
+  const int reps = elements > 100000000 ? 3 : 20;
   for (int b = 0; b < 7; ++b) {
     cudaEventRecord(e0);
     for (int i = 0; i < reps; ++i) launch(outs[i % kRot], xs[i % kRot]);
@@ -37,24 +33,25 @@ float time_variant(T** outs, T** xs, int64_t rows, int64_t cols, bool log) {
   std::sort(v.begin(), v.end());
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) printf("CUDA error %s\n", cudaGetErrorString(err));
+  cudaEventDestroy(e0); cudaEventDestroy(e1);
   return v[3];
 }
 
+// One (lanes per row G, vectors per lane V, block B) of the production kernel.
+template <int N, int G, int V, int B>
+float time_variant(T** outs, T** xs, int64_t rows, int64_t cols, bool log) {
+  auto launch = [&](T* o, T* x) {
+    SoftmaxDst<T> dst{o, rows, cols, log};
+    SoftmaxArgs<T> src{o, x, rows, cols, cols, log};
+    launch_softmax_rows<DenseRow<T, N>, T, N, G, V, B>(dst, src, 0);
+  };
+  return time_us(launch, outs, xs, rows * cols);
+}
+
+// What launch_softmax picks.
 float time_default(T** outs, T** xs, int64_t rows, int64_t cols, bool log) {
   auto launch = [&](T* o, T* x) { launch_softmax(SoftmaxArgs<T>{o, x, rows, cols, cols, log}, 0); };
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0); cudaEventCreate(&e1);
-  for (int i = 0; i < 6; ++i) launch(outs[i % kRot], xs[i % kRot]);
-  std::vector<float> v;
-  const int reps = rows * cols > 100000000 ? 3 : 20;
-  for (int b = 0; b < 7; ++b) {
-    cudaEventRecord(e0);
-    for (int i = 0; i < reps; ++i) launch(outs[i % kRot], xs[i % kRot]);
-    cudaEventRecord(e1); cudaEventSynchronize(e1);
-    float ms; cudaEventElapsedTime(&ms, e0, e1); v.push_back(ms * 1000 / reps);
-  }
-  std::sort(v.begin(), v.end());
-  return v[3];
+  return time_us(launch, outs, xs, rows * cols);
 }
 
 #define RUN(N, G, V, B) report(#N " G" #G " V" #V " B" #B, time_variant<N, G, V, B>(outs, xs, rows, cols, log))
