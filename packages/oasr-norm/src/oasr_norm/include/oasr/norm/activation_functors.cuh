@@ -3,6 +3,8 @@
 // the same names in the same order.
 #pragma once
 
+#include <type_traits>
+
 #include "oasr/common/types.h"
 
 namespace oasr::norm {
@@ -70,6 +72,24 @@ OASR_DEVICE float activate(Activation act, float x) {
     case Activation::kSwooshL: return activate<Activation::kSwooshL>(x);
     case Activation::kSwooshR: return activate<Activation::kSwooshR>(x);
     default: return x;
+  }
+}
+
+// Calls f(std::integral_constant<Activation, kAct>{}) for `act` (kNone included): the caller's
+// code is compiled once per activation and the choice is made once, outside its loops.
+template <typename F>
+OASR_DEVICE void with_activation(Activation act, F&& f) {
+  using A = Activation;
+  switch (act) {
+    case A::kSwish: f(std::integral_constant<A, A::kSwish>{}); break;
+    case A::kRelu: f(std::integral_constant<A, A::kRelu>{}); break;
+    case A::kGelu: f(std::integral_constant<A, A::kGelu>{}); break;
+    case A::kGeluTanh: f(std::integral_constant<A, A::kGeluTanh>{}); break;
+    case A::kSigmoid: f(std::integral_constant<A, A::kSigmoid>{}); break;
+    case A::kTanh: f(std::integral_constant<A, A::kTanh>{}); break;
+    case A::kSwooshL: f(std::integral_constant<A, A::kSwooshL>{}); break;
+    case A::kSwooshR: f(std::integral_constant<A, A::kSwooshR>{}); break;
+    default: f(std::integral_constant<A, A::kNone>{}); break;
   }
 }
 
