@@ -158,11 +158,11 @@ def _head_case(dtype: str, M: int, V: int, K: int, *, device: str):
         return F.log_softmax(F.linear(i["A"], i["B"], i["bias"]), dim=-1)
 
     def ran(i):
-        from .head import PAD_MIN_OUTPUTS, PAD_MIN_VOCAB, gemm_runs_kernels
+        from .head import gemm_runs_kernels, pads_weight
         from .selection import select_default_config
 
         if not gemm_runs_kernels(i["A"], i["B"], i["bias"]):
-            padded = V % 8 and V >= PAD_MIN_VOCAB and M * V >= PAD_MIN_OUTPUTS
+            padded = pads_weight(M, V, i["bias"])
             return f"cuBLAS{', padded weight' if padded else ''} + rows"
         chosen = select_default_config("gemm", M, V, K, i["A"].dtype)
         return f"{chosen.config.id if chosen.config else 'cuBLAS'} ({chosen.tier}) + rows"

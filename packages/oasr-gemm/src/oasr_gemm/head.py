@@ -81,10 +81,20 @@ PAD_MIN_VOCAB = 1000
 PAD_MIN_OUTPUTS = 1 << 21
 
 
+def pads_weight(M: int, V: int, C: torch.Tensor | None) -> bool:
+    """Whether the cuBLAS route runs against the weight padded to a multiple of 8 rows: an odd V
+    past `PAD_MIN_VOCAB` and `PAD_MIN_OUTPUTS`, with no matrix C (a bias pads along)."""
+    return (
+        V % 8 != 0
+        and (C is None or C.dim() == 1)
+        and V >= PAD_MIN_VOCAB
+        and M * V >= PAD_MIN_OUTPUTS
+    )
+
+
 def _cublas_logits(A, B, C, out, pad: bool | None = None):
-    """A · Bᵀ + C by cuBLAS as [M, V] rows: written into ``out``, or (``pad``; by default for a V
-    that is not a multiple of 8, no matrix C, and sizes past `PAD_MIN_VOCAB` and
-    `PAD_MIN_OUTPUTS`) the first V columns of a GEMM against the weight padded with zero rows,
+    """A · Bᵀ + C by cuBLAS as [M, V] rows: written into ``out``, or (``pad``; by default
+    `pads_weight`) the first V columns of a GEMM against the weight padded with zero rows,
     which cuBLAS runs up to 5x faster than one with such an N."""
     V, K = B.shape
     M = math.prod(A.shape[:-1])
@@ -92,12 +102,7 @@ def _cublas_logits(A, B, C, out, pad: bool | None = None):
         raise ValueError("K is 0: the product is empty; use backend='torch' for D = C")
     padded = -(-V // 8) * 8
     if pad is None:
-        pad = (
-            padded != V
-            and (C is None or C.dim() == 1)
-            and V >= PAD_MIN_VOCAB
-            and M * V >= PAD_MIN_OUTPUTS
-        )
+        pad = pads_weight(M, V, C)
     if not pad:
         return twins.gemm(A, B, C, out=out).view(M, V)
     a2d = A.reshape(M, K)

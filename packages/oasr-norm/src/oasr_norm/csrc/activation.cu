@@ -24,9 +24,11 @@ void activation(TensorView out, TensorView x, int64_t activation) {
     const norm::ActivationArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
                                     reinterpret_cast<const T*>(data_bytes(x)), rows.rows,
                                     rows.cols, rows.row_stride};
-    norm::dispatch_activation(static_cast<norm::Activation>(activation), [&](auto act) {
-      check_cuda_status(norm::launch_activation<decltype(act)::value>(a, scope.stream()),
-                        "activation kernel");
+    norm::with_activation(static_cast<norm::Activation>(activation), [&](auto act) {
+      constexpr norm::Activation kAct = decltype(act)::value;
+      if constexpr (kAct != norm::Activation::kNone) {  // refused above
+        check_cuda_status(norm::launch_activation<kAct>(a, scope.stream()), "activation kernel");
+      }
     });
   });
 }

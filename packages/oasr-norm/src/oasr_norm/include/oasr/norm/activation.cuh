@@ -179,22 +179,4 @@ cudaError_t launch_glu(const GluArgs<T>& a, cudaStream_t stream) {
                                        stream);
 }
 
-// Calls f(std::integral_constant<Activation, kAct>{}) for the activation `act` names; returns
-// false (calling nothing) for kNone or an unknown code.
-template <typename F>
-bool dispatch_activation(Activation act, F&& f) {
-  using A = Activation;
-  switch (act) {
-    case A::kSwish: f(std::integral_constant<A, A::kSwish>{}); return true;
-    case A::kRelu: f(std::integral_constant<A, A::kRelu>{}); return true;
-    case A::kGelu: f(std::integral_constant<A, A::kGelu>{}); return true;
-    case A::kGeluTanh: f(std::integral_constant<A, A::kGeluTanh>{}); return true;
-    case A::kSigmoid: f(std::integral_constant<A, A::kSigmoid>{}); return true;
-    case A::kTanh: f(std::integral_constant<A, A::kTanh>{}); return true;
-    case A::kSwooshL: f(std::integral_constant<A, A::kSwooshL>{}); return true;
-    case A::kSwooshR: f(std::integral_constant<A, A::kSwooshR>{}); return true;
-    default: return false;
-  }
-}
-
 }  // namespace oasr::norm

@@ -75,10 +75,11 @@ OASR_DEVICE float activate(Activation act, float x) {
   }
 }
 
-// Calls f(std::integral_constant<Activation, kAct>{}) for `act` (kNone included): the caller's
-// code is compiled once per activation and the choice is made once, outside its loops.
+// Calls f(std::integral_constant<Activation, kAct>{}) for `act` (kNone for kNone or an unknown
+// code): the caller's code is compiled once per activation and the choice is made once, outside
+// its loops (the row norms per row, the activation launcher per call).
 template <typename F>
-OASR_DEVICE void with_activation(Activation act, F&& f) {
+OASR_HOST_DEVICE void with_activation(Activation act, F&& f) {
   using A = Activation;
   switch (act) {
     case A::kSwish: f(std::integral_constant<A, A::kSwish>{}); break;
