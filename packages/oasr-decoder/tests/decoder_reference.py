@@ -24,18 +24,26 @@ NEG_INF = -math.inf
 _INV_LN2 = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
-_INV_FACTORIAL = [1.0 / math.factorial(n) for n in range(13, 1, -1)]
 
 
 def exp_nonpositive(x: float) -> float:
     """exp(x) for -40 <= x <= 0, step for step as log_math.h (the same bits as C++ and CUDA)."""
     k = math.floor(x * _INV_LN2 + 0.5)
     r = (x - k * _LN2_HI) - k * _LN2_LO
-    p = _INV_FACTORIAL[0]
-    for c in _INV_FACTORIAL[1:]:
-        p = p * r + c
-    p = p * r + 1.0
-    p = p * r + 1.0
+    r2 = r * r
+    r4 = r2 * r2
+    r8 = r4 * r4
+    p01 = 1.0 + r
+    p23 = 0.5 + r * (1.0 / 6.0)
+    p45 = 1.0 / 24.0 + r * (1.0 / 120.0)
+    p67 = 1.0 / 720.0 + r * (1.0 / 5040.0)
+    p89 = 1.0 / 40320.0 + r * (1.0 / 362880.0)
+    p1011 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0)
+    p1213 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0)
+    p0_3 = p01 + p23 * r2
+    p4_7 = p45 + p67 * r2
+    p8_11 = p89 + p1011 * r2
+    p = (p0_3 + p4_7 * r4) + (p8_11 + p1213 * r4) * r8
     return math.ldexp(p, k)
 
 
@@ -43,10 +51,23 @@ def log1p_unit(y: float) -> float:
     """log(1 + y) for 0 <= y <= 1, as log_math.h."""
     s = y / (2.0 + y)
     z = s * s
-    q = 1.0 / 33.0
-    for n in range(15, -1, -1):
-        q = q * z + 1.0 / (2 * n + 1)
-    return 2.0 * (s * q)
+    z2 = z * z
+    z4 = z2 * z2
+    z8 = z4 * z4
+    t12 = 1.0 / 3.0 + z * (1.0 / 5.0)
+    t34 = 1.0 / 7.0 + z * (1.0 / 9.0)
+    t56 = 1.0 / 11.0 + z * (1.0 / 13.0)
+    t78 = 1.0 / 15.0 + z * (1.0 / 17.0)
+    t910 = 1.0 / 19.0 + z * (1.0 / 21.0)
+    t1112 = 1.0 / 23.0 + z * (1.0 / 25.0)
+    t1314 = 1.0 / 27.0 + z * (1.0 / 29.0)
+    t1516 = 1.0 / 31.0 + z * (1.0 / 33.0)
+    t1_4 = t12 + t34 * z2
+    t5_8 = t56 + t78 * z2
+    t9_12 = t910 + t1112 * z2
+    t13_16 = t1314 + t1516 * z2
+    t = (t1_4 + t5_8 * z4) + (t9_12 + t13_16 * z4) * z8
+    return 2.0 * (s + s * (z * t))
 
 
 def log_add_exp(a: float, b: float) -> float:

@@ -10,6 +10,9 @@
 //
 // Stream ids and lengths live on the device: the kernels cannot raise, so out-of-range values
 // set a bit of the stream's status, which Python reads (oasr_decoder.ctc_cuda: check=True).
+#include <algorithm>
+
+#include "oasr/common/arch_facts.h"
 #include "oasr/decoder/ctc_cuda.cuh"
 #include "tvm_ffi_utils.h"
 
@@ -240,8 +243,20 @@ void ctc_beam_result(TensorView tokens_out, TensorView frames_out, TensorView le
       check_hypotheses(scope, tokens_out, frames_out, lengths_out, scores_out, rows);
   check_int32_vector(scope, status_out, rows, "status_out");
   if (rows == 0) return;
-  decoder::ctc_beam_result_kernel<<<static_cast<unsigned>(rows), 128, 0, scope.stream()>>>(
-      st, out, ids, reinterpret_cast<int32_t*>(data_bytes(status_out)));
+  // Room for a stream's pools of up to kResultSmemEntries nodes and links (16 bytes each, in
+  // the opt-in shared memory); larger ones are walked in global memory.
+  constexpr int32_t kResultSmemEntries =
+      (arch_facts(OASR_TARGET_SM).smem_per_block_optin_bytes - 1024) / 16;
+  const int32_t smem_entries = std::min<int32_t>(st.capacity, kResultSmemEntries);
+  const size_t smem = static_cast<size_t>(smem_entries) * 4 * sizeof(int32_t);
+  if (smem > 48 * 1024) {
+    check_cuda_status(cudaFuncSetAttribute(decoder::ctc_beam_result_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem)),
+                      "ctc_beam_result kernel (shared memory)");
+  }
+  decoder::ctc_beam_result_kernel<<<static_cast<unsigned>(rows), 128, smem, scope.stream()>>>(
+      st, out, ids, reinterpret_cast<int32_t*>(data_bytes(status_out)), smem_entries);
   OASR_CHECK_LAUNCH("ctc_beam_result kernel");
 }
 

@@ -318,7 +318,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
 
   int cur = 0;
-  int32_t nb = sm.num_entries;  // uniform: every thread updates it after each frame
+  int32_t nb = sm.num_entries;
+  int32_t list_span = 1;  // the lists' slots the ranking searches: a power of two >= beam
+  while (list_span < beam) list_span *= 2;  // uniform: every thread updates it after each frame
   const int32_t blank = in.blank;
   // Frame t's inputs in registers, loaded one frame ahead so their latency hides behind the
   // previous frame's work: every thread holds the blank's log-prob and the two largest, thread
@@ -412,6 +414,7 @@ __global__ void __launch_bounds__(kThreads)
       sm.sp_chain_parent[x] = sm.chain_b[cur][i];
     }
     sm.sp_valid[x] = valid;
+    if (!valid) sm.sp_score[x] = -INFINITY;  // below every ranked candidate
     return valid;
   };
 
@@ -527,10 +530,12 @@ __global__ void __launch_bounds__(kThreads)
           }
           count += __popc(ballot);
         }
+        const int32_t len_y = count < beam ? count : beam;
         if (lane == 0) {
-          sm.ext_len[y] = count < beam ? count : beam;
-          atomicAdd(&sm.num_valid, count < beam ? count : beam);
+          sm.ext_len[y] = len_y;
+          atomicAdd(&sm.num_valid, len_y);
         }
+        if (lane >= len_y && lane < list_span) sm.ext_score[y][lane] = -INFINITY;  // see ranking
       }
       __syncthreads();
       // The next beam's size (read here: tid 0 resets the count in the next frame, after the
@@ -564,27 +569,61 @@ __global__ void __launch_bounds__(kThreads)
         e = sm.ext_token[y][list_pos];
       }
       if (score < bar) continue;
-      int32_t rank = 0;
-      for (int32_t z = 0; z < num_special && rank < beam; ++z) {
-        if (z == x || !sm.sp_valid[z]) continue;
-        const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
-        rank += better(sm.sp_score[z], z / 2, ez, score, y, e);
+      // Scores decide the rank, except between equal scores (distinct sequences of equal
+      // probability: rare), where `better` breaks the tie. So count the larger scores first,
+      // in loops without branches or early exits, and redo the count with `better` only when
+      // another candidate's score equals x's. An invalid special's score is -inf here.
+      int32_t rank = list_pos >= 0 ? list_pos : 0;  // L_y is sorted: its first list_pos beat x
+      bool tie = false;
+      for (int32_t z = 0; z < num_special; ++z) {
+        const double sz = sm.sp_score[z];
+        rank += sz > score;
+        tie |= sz == score && z != x;
       }
-      for (int32_t w = 0; w < num_lists && rank < beam; ++w) {
-        if (w == y && list_pos >= 0) {
-          rank += list_pos;  // L_y is sorted: exactly its first list_pos entries beat x
-          continue;
+      // The lists: L_w[j] > score exactly for j below a count found by a branch-free search
+      // over list_span slots (-inf past the list's end), two lists at a time so that their
+      // chains of shared-memory loads overlap. x's own list is counted by list_pos.
+      const int32_t own = list_pos >= 0 ? y : -1;
+      for (int32_t w = 0; w < num_lists; w += 2) {
+        const int32_t w2 = w + 1 < num_lists ? w + 1 : w;
+        const double* la = sm.ext_score[w];
+        const double* lb = sm.ext_score[w2];
+        int32_t a = 0, b = 0;
+        for (int32_t half = list_span / 2; half > 0; half /= 2) {
+          a += la[a + half - 1] > score ? half : 0;
+          b += lb[b + half - 1] > score ? half : 0;
         }
-        int32_t lo = 0, hi = sm.ext_len[w];  // L_w[j] beats x exactly for j < lo
-        while (lo < hi) {
-          const int32_t mid = (lo + hi) / 2;
-          if (better(sm.ext_score[w][mid], w, sm.ext_token[w][mid], score, y, e)) {
-            lo = mid + 1;
-          } else {
-            hi = mid;
+        a += la[a] > score;
+        b += lb[b] > score;
+        if (w != own) {
+          rank += a;
+          tie |= a < list_span && la[a] == score;
+        }
+        if (w2 != w && w2 != own) {
+          rank += b;
+          tie |= b < list_span && lb[b] == score;
+        }
+      }
+      if (tie) {
+        rank = list_pos >= 0 ? list_pos : 0;
+        for (int32_t z = 0; z < num_special && rank < beam; ++z) {
+          if (z == x || !sm.sp_valid[z]) continue;
+          const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
+          rank += better(sm.sp_score[z], z / 2, ez, score, y, e);
+        }
+        for (int32_t w = 0; w < num_lists && rank < beam; ++w) {
+          if (w == y && list_pos >= 0) continue;
+          int32_t lo = 0, hi = sm.ext_len[w];  // L_w[j] beats x exactly for j < lo
+          while (lo < hi) {
+            const int32_t mid = (lo + hi) / 2;
+            if (better(sm.ext_score[w][mid], w, sm.ext_token[w][mid], score, y, e)) {
+              lo = mid + 1;
+            } else {
+              hi = mid;
+            }
           }
+          rank += lo;
         }
-        rank += lo;
       }
       if (rank >= beam) continue;
 
@@ -692,13 +731,45 @@ struct HypothesisOut {
   int32_t nbest, max_len;
 };
 
+// Each hypothesis is a walk up two chains (its nodes, its links), one dependent load per step:
+// from global memory that is a round trip to L2 per token (44 us for B 16 x T 250 on the H200).
+// So a stream whose nodes and links fit the dynamic shared memory (`smem_entries` of each,
+// 16 bytes per entry; the launcher sizes it) is first copied there with coalesced loads, and
+// walked from there.
+
 __global__ void ctc_beam_result_kernel(BeamState st, HypothesisOut out, const int32_t* streams,
-                                       int32_t* status_out) {
+                                       int32_t* status_out, int32_t smem_entries) {
+  extern __shared__ int32_t result_smem[];
   const int32_t row = blockIdx.x;
   const int32_t s = streams ? streams[row] : row;
   if (s < 0 || s >= st.num_streams) return;
   const StreamPools pools(st, s);
   const int32_t* counters = st.counters + s * kNumCounters;
+  const int32_t* token = pools.token;
+  const int32_t* parent = pools.parent;
+  const int32_t* link_frame = pools.link_frame;
+  const int32_t* link_parent = pools.link_parent;
+  const int32_t num_nodes = min(counters[kNumNodes], pools.capacity);
+  const int32_t num_links = min(counters[kNumLinks], pools.capacity);
+  if (num_nodes <= smem_entries && num_links <= smem_entries) {  // uniform over the block
+    int32_t* sm_token = result_smem;
+    int32_t* sm_parent = sm_token + smem_entries;
+    int32_t* sm_frame = sm_parent + smem_entries;
+    int32_t* sm_link_parent = sm_frame + smem_entries;
+    for (int32_t i = threadIdx.x; i < num_nodes; i += blockDim.x) {
+      sm_token[i] = token[i];
+      sm_parent[i] = parent[i];
+    }
+    for (int32_t i = threadIdx.x; i < num_links; i += blockDim.x) {
+      sm_frame[i] = link_frame[i];
+      sm_link_parent[i] = link_parent[i];
+    }
+    __syncthreads();
+    token = sm_token;
+    parent = sm_parent;
+    link_frame = sm_frame;
+    link_parent = sm_link_parent;
+  }
   // A stream that outgrew its pools may hold entries without a node (-1): it has no n-best.
   const int32_t nb = counters[kStatus] & kOutOfCapacity ? 0 : counters[kNumEntries];
   const int64_t L = out.max_len;
@@ -710,7 +781,7 @@ __global__ void ctc_beam_result_kernel(BeamState st, HypothesisOut out, const in
   for (int32_t n = threadIdx.x / 32; n < out.nbest; n += blockDim.x / 32) {
     const int lane = threadIdx.x % 32;
     int32_t len = -1;
-    if (n < nb) len = pools.depth[entries[n]];
+    if (n < nb) len = pools.depth[entries[n]];  // (depth: one load per hypothesis)
     const bool fits = len <= L;
     for (int64_t j = (fits && len > 0 ? len : 0) + lane; j < L; j += 32) {
       tokens[n * L + j] = -1;
@@ -726,10 +797,10 @@ __global__ void ctc_beam_result_kernel(BeamState st, HypothesisOut out, const in
           int32_t node = entries[n];
           int32_t link = vnb >= vb ? entries[2 * beam + n] : entries[beam + n];
           for (int32_t j = len - 1; j >= 0; --j) {
-            tokens[n * L + j] = pools.token[node];
-            frames[n * L + j] = link >= 0 ? pools.link_frame[link] : -1;
-            node = pools.parent[node];
-            link = link >= 0 ? pools.link_parent[link] : -1;
+            tokens[n * L + j] = token[node];
+            frames[n * L + j] = link >= 0 ? link_frame[link] : -1;
+            node = parent[node];
+            link = link >= 0 ? link_parent[link] : -1;
           }
         }
       }

@@ -1,0 +1,241 @@
+// Experiment: what each part of the sm90 GEMM's epilogue costs at ASR shapes.
+//
+// The production kernel (gemm_sm90_template.cuh) always carries LinCombPerColBiasEltAct with
+// the run-time activation of gemm_activation.cuh, also for a plain GEMM. Here one tile structure
+// per executable (-DSTRUCT=n) is timed with seven epilogues on random fp16 data:
+//   0 plain LinearCombination                     4 bias + Swish compiled in (production math)
+//   1 bias + Identity compiled in                 5 bias + Swish as x/2 (1 + tanh.approx(x/2))
+//   2 production: run-time kind identity, no bias 6 bias + Swish: ex2.approx, Newton reciprocal
+//   3 production: run-time kind swish, bias
+// The three Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
+// the worst error in units of the fp16 spacing at the exact value (what rounding to fp16 sees).
+// Build: see README.md.
+#include <cmath>
+#include <cstdio>
+#include <type_traits>
+#include <vector>
+
+#include <cuda_fp16.h>
+#include <cute/tensor.hpp>
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/epilogue/thread/activation.h>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+
+#include "oasr/gemm/gemm_activation.cuh"
+
+using T = cutlass::half_t;
+using cute::Int;
+
+// Swish compiled in: three forms of x * sigmoid(x).
+template <int kForm>
+struct SwishForm {
+  CUTLASS_DEVICE static float apply(float x) {
+    if constexpr (kForm == 0) {  // production: two MUFU ops (ex2, rcp)
+      return __fdividef(x, 1.0f + __expf(-x));
+    } else if constexpr (kForm == 1) {  // one MUFU op: sigmoid(x) = 0.5 + 0.5 tanh(x / 2)
+      const float h = 0.5f * x;
+      float t;
+      asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(h));
+      return fmaf(h, t, h);
+    } else {  // one MUFU op: ex2, then 1 / (1 + e) by Newton from a bit-trick guess
+      const float e = exp2f(fminf(-x, 80.0f) * 1.4426950408889634f);  // ex2.approx.ftz
+      const float d = 1.0f + e;
+      float r = __int_as_float(0x7EF311C7 - __float_as_int(d));
+      r = r * (2.0f - d * r);
+      r = r * (2.0f - d * r);
+      r = r * (2.0f - d * r);
+      return x * r;
+    }
+  }
+};
+template <int kForm>
+struct SwishFn {
+  template <class V>
+  struct Op {
+    CUTLASS_DEVICE V operator()(V const& x) const { return V(SwishForm<kForm>::apply(float(x))); }
+  };
+  template <class E, int N>
+  struct Op<cutlass::Array<E, N>> {
+    CUTLASS_DEVICE cutlass::Array<E, N> operator()(cutlass::Array<E, N> const& x) const {
+      cutlass::Array<E, N> y;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i) y[i] = E(SwishForm<kForm>::apply(float(x[i])));
+      return y;
+    }
+  };
+};
+template <class V>
+using Swish0 = SwishFn<0>::Op<V>;
+template <class V>
+using Swish1 = SwishFn<1>::Op<V>;
+template <class V>
+using Swish2 = SwishFn<2>::Op<V>;
+
+template <int kKind>
+struct FusionOf {
+  template <template <class> class Act>
+  using BiasAct = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, T, float, T, T, float>;
+  using type = std::conditional_t<
+      kKind == 0, cutlass::epilogue::fusion::LinearCombination<T, float, T, float>,
+      std::conditional_t<
+          kKind == 1, BiasAct<cutlass::epilogue::thread::Identity>,
+          std::conditional_t<
+              kKind == 2 || kKind == 3, BiasAct<oasr::gemm::RuntimeActivation>,
+              std::conditional_t<kKind == 4, BiasAct<Swish0>,
+                                 std::conditional_t<kKind == 5, BiasAct<Swish1>, BiasAct<Swish2>>>>>>;
+};
+
+template <int TM, int TN, int CM, bool kCoop, int kKind>
+struct Variant {
+  using TileShape = cute::Shape<Int<TM>, Int<TN>, Int<64>>;
+  using ClusterShape = cute::Shape<Int<CM>, cute::_1, cute::_1>;
+  using KernelSchedule = std::conditional_t<kCoop, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                                            cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+  using EpiSchedule = std::conditional_t<kCoop, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                         cutlass::epilogue::TmaWarpSpecialized>;
+  using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, T, cutlass::layout::RowMajor,
+      8, T, cutlass::layout::RowMajor, 8, EpiSchedule, typename FusionOf<kKind>::type>::CollectiveOp;
+  using Main = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, cutlass::layout::RowMajor, 8, T,
+      cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epi::SharedStorage))>,
+      KernelSchedule>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Main, Epi>;
+  using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+  // best of 5 means of 20 back-to-back launches, in microseconds; < 0: could not run
+  static float time(int m, int n, int k, const T* a, const T* b, const T* bias, T* d, int sms) {
+    typename Kernel::StrideA sa{int64_t(k), Int<1>{}, int64_t(0)};
+    typename Kernel::StrideB sb{int64_t(k), Int<1>{}, int64_t(0)};
+    typename Kernel::StrideC sc{int64_t(n), Int<1>{}, int64_t(0)};
+    typename Kernel::StrideD sd{int64_t(n), Int<1>{}, int64_t(0)};
+    typename Adapter::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {m, n, k, 1},
+                                     {a, sa, b, sb}, {{}, d, sc, d, sd}};
+    args.hw_info.device_id = 0;
+    args.hw_info.sm_count = sms;
+    args.epilogue.thread.alpha = 1.f;
+    args.epilogue.thread.beta = 0.f;
+    if constexpr (kKind != 0) args.epilogue.thread.bias_ptr = kKind == 2 ? nullptr : bias;
+    if constexpr (kKind == 2 || kKind == 3) {
+      args.epilogue.thread.activation.kind = kKind == 2 ? 0 : 2;  // identity / swish
+    }
+    Adapter g;
+    if (g.can_implement(args) != cutlass::Status::kSuccess) return -1;
+    if (g.initialize(args, nullptr, 0) != cutlass::Status::kSuccess) return -2;
+    for (int i = 0; i < 5; ++i) g.run(0);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float best = 1e9f;
+    for (int rep = 0; rep < 5; ++rep) {
+      cudaEventRecord(e0);
+      for (int i = 0; i < 20; ++i) g.run(0);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms;
+      cudaEventElapsedTime(&ms, e0, e1);
+      best = fminf(best, ms * 1000.f / 20);
+    }
+    if (cudaGetLastError() != cudaSuccess) return -3;
+    return best;
+  }
+};
+
+#ifndef STRUCT
+#define STRUCT 0
+#endif
+#if STRUCT == 0
+template <int kKind>
+using V = Variant<256, 128, 1, true, kKind>;
+#define NAME "coop 256x128x64 c1x1"
+#else
+template <int kKind>
+using V = Variant<128, 128, 2, false, kKind>;
+#define NAME "pp 128x128x64 c2x1"
+#endif
+
+__global__ void fill_random(T* x, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    x[i] = T(scale * (float(h >> 8) * (2.0f / 16777216.0f) - 1.0f));
+  }
+}
+
+template <int kForm>
+__global__ void eval_swish(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = SwishForm<kForm>::apply(-30.0f + 60.0f * float(i) / float(n));
+}
+
+// worst |y - silu(x)| / (fp16 spacing at silu(x)) over the grid of eval_swish
+template <int kForm>
+static double swish_error_ulp16() {
+  const int n = 1 << 22;
+  float* dy;
+  cudaMalloc(&dy, n * sizeof(float));
+  eval_swish<kForm><<<n / 256, 256>>>(dy, n);
+  std::vector<float> y(n);
+  cudaMemcpy(y.data(), dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaFree(dy);
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const double x = double(-30.0f + 60.0f * float(i) / float(n));
+    const double ref = x / (1.0 + std::exp(-x));
+    int e;
+    std::frexp(std::fmax(std::fabs(ref), 6.1e-5), &e);  // fp16: 10 fraction bits, min normal 2^-14
+    worst = std::fmax(worst, std::fabs(double(y[i]) - ref) / std::ldexp(1.0, e - 11));
+  }
+  return worst;
+}
+
+int main() {
+  int sms;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const size_t cap = size_t(48000) * 5120;
+  T *a, *b, *bias, *d;
+  cudaMalloc(&a, cap * 2);
+  cudaMalloc(&b, cap * 2);
+  cudaMalloc(&bias, 8192 * 2);
+  cudaMalloc(&d, cap * 2);
+  // A, B uniform in +-1 scaled so z = A . B has a spread of a few units at any K
+  const int shapes[][3] = {{8000, 2048, 256}, {8000, 256, 256},   {8000, 5000, 256},
+                           {32000, 2048, 512}, {32000, 1536, 512}, {8000, 512, 2048},
+                           {48000, 5120, 1280}};
+  printf("%s. Swish forms' worst error in fp16 ulps on [-30, 30]: production %.3f, tanh %.3f, "
+         "ex2+newton %.3f\n",
+         NAME, swish_error_ulp16<0>(), swish_error_ulp16<1>(), swish_error_ulp16<2>());
+  printf("%-18s %8s %8s %8s %8s %8s %8s %8s  (us)\n", "M x N x K", "plain", "b+id", "rt id",
+         "rt swish", "swish", "tanh", "ex2+nr");
+  for (auto& s : shapes) {
+    const int m = s[0], n = s[1], k = s[2];
+    const float scale = 2.0f / std::sqrt(float(k)) * 1.7f;
+    fill_random<<<1024, 256>>>(a, size_t(m) * k, 1234u + k, 1.0f);
+    fill_random<<<1024, 256>>>(b, size_t(n) * k, 99u + n, scale);
+    fill_random<<<64, 256>>>(bias, 8192, 7u, 1.0f);
+    float t[7];
+    t[0] = V<0>::time(m, n, k, a, b, bias, d, sms);
+    t[1] = V<1>::time(m, n, k, a, b, bias, d, sms);
+    t[2] = V<2>::time(m, n, k, a, b, bias, d, sms);
+    t[3] = V<3>::time(m, n, k, a, b, bias, d, sms);
+    t[4] = V<4>::time(m, n, k, a, b, bias, d, sms);
+    t[5] = V<5>::time(m, n, k, a, b, bias, d, sms);
+    t[6] = V<6>::time(m, n, k, a, b, bias, d, sms);
+    char shape[32];
+    snprintf(shape, sizeof shape, "%dx%dx%d", m, n, k);
+    printf("%-18s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", shape, t[0], t[1], t[2], t[3],
+           t[4], t[5], t[6]);
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
