@@ -1,12 +1,14 @@
-"""Compile-only smoke for sm_90a with nvcc (no GPU): one variant of the sm90 template (about a
-minute on a 2-core machine), one unit of bmm's CUTLASS 2.x general lane (its 13 alignment
-pairs and the small-K kernel, about 35 s), one of group_gemm (about 15 s) and gemm_log_softmax's
-row pass (the shared softmax kernels, about 30 s)."""
+"""Compile-only smoke for sm_90a with nvcc (no GPU): one config of the sm90 template with the
+plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine), one
+unit of bmm's CUTLASS 2.x general lane (its 13 alignment pairs and the small-K kernel, about
+35 s), one of group_gemm (about 15 s) and gemm_log_softmax's row pass (the shared softmax
+kernels, about 30 s)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -30,9 +32,15 @@ def hopper(monkeypatch, tmp_path):
 
 
 def test_the_default_config_compiles_for_sm90a(hopper):
-    spec = _jit.gen_gemm_module("oasr_gemm_smoke", [configs.DEFAULT], ("fp16",))
-    assert "-gencode=arch=compute_90a,code=sm_90a" in spec.plan().manifest["ninja"]
-    assert is_complete_shared_object(spec.build())
+    """The plain epilogue and the heaviest activation's (exact GELU), built side by side."""
+    specs = [
+        _jit.gen_gemm_module(f"oasr_gemm_smoke_{act}", [configs.DEFAULT], ("fp16",), act)
+        for act in ("identity", "gelu")
+    ]
+    assert "-gencode=arch=compute_90a,code=sm_90a" in specs[0].plan().manifest["ninja"]
+    with ThreadPoolExecutor(len(specs)) as pool:
+        for built in pool.map(lambda spec: spec.build(), specs):
+            assert is_complete_shared_object(built)
 
 
 def test_a_bmm_unit_compiles_for_sm90a(hopper):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from oasr_gemm import _jit, configs
 
 
@@ -14,9 +16,23 @@ def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
     )
     text = rendered[f"gemm_bf16_{c.id}.cu"]
     assert "Sm90Gemm<cutlass::bfloat16_t, 64, 128, 64," in text
-    assert "2, 1, false>;" in text  # cluster 2 x 1, ping-pong
+    assert "2, 1, false,\n" in text  # cluster 2 x 1, ping-pong
+    assert "oasr::gemm::IdentityAct>;" in text  # the plain GEMM: no activation
     assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{c.id}, run);" in text
     assert '"t128x128x64_c1x1_pp"' in rendered[f"gemm_fp16_{configs.DEFAULT.id}.cu"]
+
+
+def test_each_activation_is_compiled_into_its_own_units():
+    c = configs.DEFAULT
+    spec = _jit.gen_gemm_module("oasr_gemm_test", [c], ("fp16",), activation="gelu_tanh")
+    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert list(rendered) == [f"gemm_gelu_tanh_fp16_{c.id}.cu"]
+    text = rendered[f"gemm_gelu_tanh_fp16_{c.id}.cu"]
+    assert "oasr::gemm::GeluTanhAct>;" in text
+    assert f'"gelu_tanh_{c.id}"' in text  # the variant named in errors
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_gelu_tanh_fp16_{c.id}, run);" in text
+    with pytest.raises(ValueError, match="no epilogue"):
+        _jit.function_name(c, "fp16", "tanh")
 
 
 def test_production_and_tuning_specs():
@@ -28,8 +44,11 @@ def test_production_and_tuning_specs():
     tune = _jit.gen_tuning_module(first, "bf16")
     assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
     assert [s.name for s in tune.sources if s.name.endswith(".cu")] == [f"gemm_bf16_{first.id}.cu"]
+    swish = _jit.gen_tuning_module(first, "fp16", "swish")
+    assert swish.name == f"oasr_gemm_tune_swish_fp16_{first.id}"
     assert [s.name for s in _jit.production_specs(None)] == [
         _jit.PRODUCTION_MODULE,
+        *(f"{_jit.PRODUCTION_MODULE}_{act}" for act in ("relu", "swish", "gelu", "gelu_tanh")),
         _jit.BMM_MODULE,
         _jit.GROUP_MODULE,
         _jit.LOG_SOFTMAX_MODULE,

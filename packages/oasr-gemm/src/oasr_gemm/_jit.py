@@ -1,8 +1,13 @@
-"""JIT generators of the GEMM family: one rendered translation unit per (config, dtype).
+"""JIT generators of the GEMM family: one rendered translation unit per (config, dtype,
+activation); the activation is compiled into the epilogue (include/oasr/gemm/gemm_activation.cuh
+says why).
 
-    oasr_gemm          the production module: the default config and the basis, fp16 and bf16
-    oasr_gemm_tune_<dtype>_<c> one tuning config in one dtype (built when a tuning run or a tuning
-                               entry asks for it: a tuning run measures fp16 only)
+    oasr_gemm          the production module: the default config and the basis, fp16 and bf16,
+                       the identity epilogue (gemm: bias and C, no activation)
+    oasr_gemm_<act>    the same configs with activation <act> (relu, swish, gelu, gelu_tanh),
+                       built on the first gemm_activation call that asks for it
+    oasr_gemm_tune[_<act>]_<dtype>_<c> one tuning config in one dtype (built when a tuning run or
+                               a tuning entry asks for it: a tuning run measures fp16 only)
     oasr_gemm_bmm      bmm's general lane (CUTLASS 2.x): one unit per dtype and B layout
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
     oasr_gemm_log_softmax  gemm_log_softmax's row pass (no CUTLASS): one unit
@@ -29,6 +34,14 @@ GROUP_TEMPLATE = PACKAGE_DIR / "templates" / "group_gemm_sm80.cu.jinja"
 
 #: dtype tag -> CUTLASS element type
 DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
+#: activation -> its epilogue functor in gemm_activation.cuh (oasr_gemm.gemm_activation's names)
+ACTIVATION_FUNCTORS = {
+    "identity": "IdentityAct",
+    "relu": "ReluAct",
+    "swish": "SwishAct",
+    "gelu": "GeluAct",
+    "gelu_tanh": "GeluTanhAct",
+}
 PRODUCTION_MODULE = "oasr_gemm"
 BMM_MODULE = "oasr_gemm_bmm"
 GROUP_MODULE = "oasr_gemm_group"
@@ -37,17 +50,28 @@ LOG_SOFTMAX_MODULE = "oasr_gemm_log_softmax"
 BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
 
 
-def function_name(config: GemmConfig, dtype: str) -> str:
-    """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``."""
-    return f"gemm_{dtype}_{config.id}"
+def _activation_tag(activation: str) -> str:
+    """The names' activation part: empty for the identity (the plain GEMM), else ``<act>_``."""
+    if activation not in ACTIVATION_FUNCTORS:
+        raise ValueError(f"no epilogue for activation {activation!r}")
+    return "" if activation == "identity" else f"{activation}_"
 
 
-def render_context(config: GemmConfig, dtype: str) -> dict:
+def function_name(config: GemmConfig, dtype: str, activation: str = "identity") -> str:
+    """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``, or with an
+    activation ``gemm_swish_fp16_t128x128x64_c1x1_coop``."""
+    return f"gemm_{_activation_tag(activation)}{dtype}_{config.id}"
+
+
+def render_context(config: GemmConfig, dtype: str, activation: str = "identity") -> dict:
     return {
         "config_id": config.id,
+        "variant": f"{_activation_tag(activation)}{config.id}",
         "dtype": dtype,
         "ctype": DTYPES[dtype],
-        "function": function_name(config, dtype),
+        "activation": activation,
+        "activation_functor": ACTIVATION_FUNCTORS[activation],
+        "function": function_name(config, dtype, activation),
         "tile_m": config.tile_m,
         "tile_n": config.tile_n,
         "tile_k": config.tile_k,
@@ -57,9 +81,15 @@ def render_context(config: GemmConfig, dtype: str) -> dict:
     }
 
 
-def gen_gemm_module(name: str, configs: list[GemmConfig], dtypes=tuple(DTYPES)) -> JitSpec:
+def gen_gemm_module(
+    name: str, configs: list[GemmConfig], dtypes=tuple(DTYPES), activation: str = "identity"
+) -> JitSpec:
     templates = [
-        (f"gemm_{dtype}_{c.id}.cu", TEMPLATE, render_context(c, dtype))
+        (
+            f"{function_name(c, dtype, activation)}.cu",
+            TEMPLATE,
+            render_context(c, dtype, activation),
+        )
         for c in configs
         for dtype in dtypes
     ]
@@ -68,12 +98,24 @@ def gen_gemm_module(name: str, configs: list[GemmConfig], dtypes=tuple(DTYPES)) 
     )
 
 
-def gen_production_module() -> JitSpec:
-    return gen_gemm_module(PRODUCTION_MODULE, production_configs())
+def production_module_name(activation: str = "identity") -> str:
+    """``oasr_gemm`` for the identity, ``oasr_gemm_<act>`` for an activation."""
+    return PRODUCTION_MODULE + ("" if activation == "identity" else f"_{activation}")
 
 
-def gen_tuning_module(config: GemmConfig, dtype: str) -> JitSpec:
-    return gen_gemm_module(f"oasr_gemm_tune_{dtype}_{config.id}", [config], dtypes=(dtype,))
+def gen_production_module(activation: str = "identity") -> JitSpec:
+    return gen_gemm_module(
+        production_module_name(activation), production_configs(), activation=activation
+    )
+
+
+def gen_tuning_module(config: GemmConfig, dtype: str, activation: str = "identity") -> JitSpec:
+    return gen_gemm_module(
+        f"oasr_gemm_tune_{_activation_tag(activation)}{dtype}_{config.id}",
+        [config],
+        dtypes=(dtype,),
+        activation=activation,
+    )
 
 
 def bmm_function_name(dtype: str, b_layout: str) -> str:
@@ -130,12 +172,12 @@ def gen_log_softmax_module() -> JitSpec:
 
 
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds: the GEMM production module, bmm's,
-    group_gemm's and gemm_log_softmax's row pass (sm90)."""
+    """The modules `oasr jit prebuild` builds: the GEMM production module and its activation
+    modules, bmm's, group_gemm's and gemm_log_softmax's row pass (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
     return [
-        gen_production_module(),
+        *(gen_production_module(act) for act in ACTIVATION_FUNCTORS),
         gen_bmm_module(),
         gen_group_module(),
         gen_log_softmax_module(),
@@ -143,8 +185,8 @@ def production_specs(arch) -> list[JitSpec]:
 
 
 @functools.cache
-def production_module():
-    return gen_production_module().build_and_load()
+def production_module(activation: str = "identity"):
+    return gen_production_module(activation).build_and_load()
 
 
 @functools.cache
@@ -163,5 +205,5 @@ def log_softmax_module():
 
 
 @functools.cache
-def tuning_module(config: GemmConfig, dtype: str):
-    return gen_tuning_module(config, dtype).build_and_load()
+def tuning_module(config: GemmConfig, dtype: str, activation: str = "identity"):
+    return gen_tuning_module(config, dtype, activation).build_and_load()

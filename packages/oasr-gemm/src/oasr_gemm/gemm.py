@@ -28,8 +28,8 @@ from .selection import select_default_config
 
 log = logging.getLogger("oasr_gemm")
 
-#: activation name -> the kernel's code (gemm_activation.cuh, enum Activation)
-ACTIVATIONS = {"identity": 0, "relu": 1, "swish": 2, "gelu": 3, "gelu_tanh": 4}
+#: the activations the epilogue applies, each compiled into its own kernels (_jit.py)
+ACTIVATIONS = tuple(_jit.ACTIVATION_FUNCTORS)
 BACKENDS = ("auto", "oasr", "torch")
 _DTYPE_TAGS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
@@ -102,18 +102,18 @@ def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
 
 
 @functools.cache
-def _kernel(config: GemmConfig, dtype):
+def _kernel(config: GemmConfig, dtype, activation: str):
     """The exported function of one variant, looked up once (calls are launch-bound at small M)."""
     tag = _DTYPE_TAGS[dtype]
     if config in production_configs():
-        module = _jit.production_module()
+        module = _jit.production_module(activation)
     else:
-        module = _jit.tuning_module(config, tag)
-    return getattr(module, _jit.function_name(config, tag))
+        module = _jit.tuning_module(config, tag, activation)
+    return getattr(module, _jit.function_name(config, tag, activation))
 
 
-def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, code: int) -> None:
-    _kernel(config, dtype)(out2d, a2d, b, bias, c2d, code)
+def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, activation: str) -> None:
+    _kernel(config, dtype, activation)(out2d, a2d, b, bias, c2d)
 
 
 def check_gemm_args(A, B, C, out, backend: str) -> tuple:
@@ -156,7 +156,7 @@ def check_gemm_args(A, B, C, out, backend: str) -> tuple:
 
 def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     out_shape = check_gemm_args(A, B, C, out, backend)
     N, K = B.shape
     if backend == "torch":
@@ -188,18 +188,17 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     out2d = out.view(-1, N)
-    code = ACTIVATIONS[activation]
     key = (config.id, A.dtype, M, N, K)
     if config != DEFAULT and key in _unsupported:
         config = DEFAULT
     try:
-        _run(config, A.dtype, out2d, a2d, B, bias, c2d, code)
+        _run(config, A.dtype, out2d, a2d, B, bias, c2d, activation)
     except VariantUnsupportedError:
         if config == DEFAULT:
             raise
         _unsupported.add(key)
         log.info("oasr-gemm: %s cannot run M=%d N=%d K=%d; using the default", config.id, M, N, K)
-        _run(DEFAULT, A.dtype, out2d, a2d, B, bias, c2d, code)
+        _run(DEFAULT, A.dtype, out2d, a2d, B, bias, c2d, activation)
     return out
 
 

@@ -26,10 +26,11 @@ inline int64_t tma_row_stride(const TensorView& t, const char* name) {
   return row_stride;
 }
 
-// out [M, N] = act(a [M, K] · b [N, K]ᵀ + c [M, N] + bias [N]); `run` is one config's Sm90Gemm.
+// out [M, N] = act(a [M, K] · b [N, K]ᵀ + c [M, N] + bias [N]); `run` is one config's Sm90Gemm
+// (its activation compiled in).
 template <typename T>
 void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias,
-                 OptionalTensor c, int64_t activation, const char* variant,
+                 OptionalTensor c, const char* variant,
                  LaunchResult (*run)(const GemmProblem<T>&, cudaStream_t)) {
   DeviceScope scope(out);
   constexpr DLDataType kDtype = std::is_same_v<T, cutlass::half_t> ? kFloat16 : kBFloat16;
@@ -53,9 +54,6 @@ void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
     TVM_FFI_THROW(ValueError) << "GEMM extents must be below 2^31";
   }
-  if (activation < 0 || activation > static_cast<int64_t>(Activation::kGeluTanh)) {
-    TVM_FFI_THROW(ValueError) << "activation code " << activation << " is not one of 0..4";
-  }
   check_no_overlap(out, "out", a, "A");
   check_no_overlap(out, "out", b, "B");
   GemmProblem<T> p{};
@@ -64,7 +62,6 @@ void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias
   p.d = reinterpret_cast<T*>(data_bytes(out));
   p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
   p.lda = lda, p.ldb = ldb, p.ldd = ldd;
-  p.activation = static_cast<int>(activation);
   p.device = scope.device_id();
   p.num_sms = num_sms(p.device);
   if (p.num_sms <= 0) TVM_FFI_THROW(RuntimeError) << "cannot read the SM count of the device";

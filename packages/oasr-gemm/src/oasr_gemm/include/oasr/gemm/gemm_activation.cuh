@@ -1,25 +1,23 @@
-// The GEMM epilogue's activation, chosen at run time: one kernel per tile and dtype serves
-// identity, ReLU, Swish, exact-erf GELU and tanh GELU (CUTLASS's Sm90Compute passes a functor's
-// `Arguments` to it when the functor defines them).
+// The GEMM epilogue's activations, compiled in: one kernel per (config, dtype, activation).
 //
-// The switch runs once per fragment, outside the element loop: switching per element made the
-// identity epilogue 2.8x slower than a compile-time identity on the H200 (8000x2048x256: 79 vs
-// 28 us); hoisted it costs 2-7%. Swish and tanh-GELU use __expf and __fdividef: their results
-// are rounded to fp16/bf16, where the fast forms' few-ulp fp32 error does not show, and expf
-// plus an IEEE division doubled the epilogue's cost.
+// Measured on the H200 (packages/oasr-gemm/benchmarks/experiments/epilogue_cost.cu, fp16,
+// 8000x2048x256 with a bias): a plain GEMM with the identity compiled in took 24.3 us where the
+// run-time switch over five activations took 25.5 us without a bias; bias + Swish 32.3 us where
+// the switch took 35.4 us (cooperative 256x128; ping-pong 128x128: 36.1 against 42.6 us). So
+// each activation is its own instantiation, in its own module built on first use (_jit.py).
+//
+// Swish and tanh-GELU use __expf and __fdividef (two MUFU operations per element): their fp32
+// error is a few thousandths of an fp16 ulp. The epilogue's cost at small K is those MUFU
+// operations (16 per clock per SM: about 8 us for 16M outputs); a one-MUFU sigmoid through
+// tanh.approx was 60 fp16 ulps off for negative inputs, and an ex2 + Newton reciprocal cost more
+// issue slots than the MUFU it saved.
 #pragma once
 
 #include <cutlass/array.h>
 #include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/activation.h>
 
 namespace oasr::gemm {
-
-// Values of GemmActivationArgs::kind; oasr_gemm.gemm.ACTIVATIONS holds the same numbering.
-enum class Activation : int { kIdentity = 0, kRelu = 1, kSwish = 2, kGelu = 3, kGeluTanh = 4 };
-
-struct GemmActivationArgs {
-  int kind = 0;
-};
 
 struct Relu {
   CUTLASS_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
@@ -41,39 +39,35 @@ struct GeluTanh {
   }
 };
 
-// CUTLASS looks for `Arguments` on the scalar functor; the epilogue calls the Array one.
-template <class T>
-struct RuntimeActivation {
-  using Arguments = GemmActivationArgs;
-};
-
-template <class T, int N>
-struct RuntimeActivation<cutlass::Array<T, N>> {
-  using Arguments = GemmActivationArgs;
-  using Fragment = cutlass::Array<T, N>;
-
-  template <class Fn>
-  CUTLASS_DEVICE static Fragment apply(Fragment const& x, Fn fn) {
-    Fragment y;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < N; ++i) y[i] = T(fn(float(x[i])));
-    return y;
-  }
-
-  CUTLASS_DEVICE Fragment operator()(Fragment const& x, Arguments const& args) const {
-    switch (static_cast<Activation>(args.kind)) {
-      case Activation::kRelu:
-        return apply(x, Relu{});
-      case Activation::kSwish:
-        return apply(x, Swish{});
-      case Activation::kGelu:
-        return apply(x, Gelu{});
-      case Activation::kGeluTanh:
-        return apply(x, GeluTanh{});
-      default:
-        return x;
+// CUTLASS's LinCombPerColBiasEltAct takes the activation as a template over the value type and
+// applies its Array form to each fragment (in fp32).
+template <class Fn>
+struct Elementwise {
+  template <class V>
+  struct Op {
+    CUTLASS_DEVICE V operator()(V const& x) const { return V(Fn{}(float(x))); }
+  };
+  template <class E, int N>
+  struct Op<cutlass::Array<E, N>> {
+    CUTLASS_DEVICE cutlass::Array<E, N> operator()(cutlass::Array<E, N> const& x) const {
+      cutlass::Array<E, N> y;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i) y[i] = E(Fn{}(float(x[i])));
+      return y;
     }
-  }
+  };
 };
+
+// The epilogue activations by name (oasr_gemm._jit.ACTIVATION_FUNCTORS names these).
+template <class V>
+using IdentityAct = cutlass::epilogue::thread::Identity<V>;
+template <class V>
+using ReluAct = Elementwise<Relu>::Op<V>;
+template <class V>
+using SwishAct = Elementwise<Swish>::Op<V>;
+template <class V>
+using GeluAct = Elementwise<Gelu>::Op<V>;
+template <class V>
+using GeluTanhAct = Elementwise<GeluTanh>::Op<V>;
 
 }  // namespace oasr::gemm

@@ -4,10 +4,10 @@
 //
 // A and B row-major with their own row strides (B is nn.Linear's weight: column-major K x N to
 // CUTLASS), C (optional, a full matrix with its own row stride) and D row-major, bias per column
-// (broadcast over rows; null: none), fp32 accumulation and epilogue, activation chosen at run time
+// (broadcast over rows; null: none), fp32 accumulation and epilogue, the activation compiled in
 // (gemm_activation.cuh). Without C the epilogue's beta is 0 and C is not read (D stands in for
-// its pointer). The config (tile, cluster, schedule) is a template argument: each rendered
-// translation unit instantiates one (templates/gemm_sm90.cu.jinja).
+// its pointer). The config (tile, cluster, schedule) and the activation are template arguments:
+// each rendered translation unit instantiates one (templates/gemm_sm90.cu.jinja).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -35,7 +35,6 @@ struct GemmProblem {
   T* d;
   int m, n, k;
   int64_t lda, ldb, ldc, ldd;
-  int activation;  // Activation
   int device, num_sms;  // the persistent scheduler's grid: one CTA (cluster) per SM
 };
 
@@ -44,7 +43,7 @@ struct GemmProblem {
 enum class LaunchResult { kOk, kUnsupported, kCudaError };
 
 template <typename T, int kTileM, int kTileN, int kTileK, int kClusterM, int kClusterN,
-          bool kCooperative>
+          bool kCooperative, template <class> class Activation>
 struct Sm90Gemm {
   using Element = T;
   static constexpr int kAlign = 16 / sizeof(T);
@@ -57,7 +56,7 @@ struct Sm90Gemm {
       std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
                          cutlass::epilogue::TmaWarpSpecialized>;
   using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<
-      RuntimeActivation, T, float, /*ElementBias=*/T, /*ElementSource=*/T, /*ElementScalar=*/float>;
+      Activation, T, float, /*ElementBias=*/T, /*ElementSource=*/T, /*ElementScalar=*/float>;
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, T, cutlass::layout::RowMajor,
@@ -93,7 +92,6 @@ struct Sm90Gemm {
     fusion.alpha = 1.0f;
     fusion.beta = p.c ? 1.0f : 0.0f;
     fusion.bias_ptr = p.bias;
-    fusion.activation.kind = p.activation;
     return args;
   }
 
