@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 from jit_helpers import requires_nvcc
@@ -133,3 +134,21 @@ def test_max_jobs(monkeypatch):
     assert build.default_jobs("host") == 13
     monkeypatch.setattr(build, "_available_memory_gb", lambda: 1.0)
     assert build.default_jobs("cutlass") == 1
+
+
+def test_concurrent_builds_share_one_job_budget():
+    """Builds started together split the machine's jobs instead of each taking all of them."""
+    budget = build._JobBudget()
+    assert budget.take(3, 4) == 3
+    assert budget.take(5, 4) == 1  # what is left of the limit
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(budget.take(2, 4)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not got, "every job is taken: the third build waits"
+    budget.give_back(3)
+    waiter.join(5)
+    assert got == [2] and budget.running == 3
+    budget.give_back(1)
+    budget.give_back(2)
+    assert budget.running == 0 and budget.take(8, 4) == 4

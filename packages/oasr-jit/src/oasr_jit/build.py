@@ -69,6 +69,40 @@ def default_jobs(kind: str) -> int:
     return max(1, min(_available_cpus(), by_memory))
 
 
+class _JobBudget:
+    """The compiler jobs of one process, shared by its concurrent builds.
+
+    Each build's ``-j`` is what the cores and the free memory allow when it starts; builds
+    started together (threads of one process, e.g. a thread pool prebuilding several modules)
+    would each see the whole machine and run several times that many compilers. On the H200
+    machine (16 cores, 128 GB) seven CUTLASS modules built that way started some 70 compilers of
+    2-4 GB each and had finished 6 of their 64 units after 560 s, where one such module alone
+    builds in about 100 s. So a build takes its jobs from this budget, and waits while all of
+    them are taken.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.running = 0
+
+    def take(self, wanted: int, limit: int) -> int:
+        """Up to ``wanted`` jobs (at least 1) once fewer than ``limit`` are running."""
+        with self._cond:
+            while self.running >= limit:
+                self._cond.wait()
+            granted = max(1, min(wanted, limit - self.running))
+            self.running += granted
+            return granted
+
+    def give_back(self, jobs: int) -> None:
+        with self._cond:
+            self.running -= jobs
+            self._cond.notify_all()
+
+
+_JOB_BUDGET = _JobBudget()
+
+
 def ninja_executable() -> str:
     found = shutil.which("ninja")
     if found:
@@ -119,12 +153,15 @@ def run_build(plan, key_dir: Path) -> None:
     plan.write_sources_and_ninja(key_dir)
 
     kind = "host" if not spec.is_cuda else ("cutlass" if spec.use_cutlass else "cuda")
-    jobs = min(default_jobs(kind), len(spec.sources))
-    output, returncode = _run_ninja(
-        [ninja_executable(), "-C", str(key_dir), "-j", str(jobs)],
-        label=f"{spec.name}" + (f" for {plan.arch.sm}" if plan.arch else ""),
-        total_units=len(spec.sources) + 1,
-    )
+    jobs = _JOB_BUDGET.take(len(spec.sources), default_jobs(kind))
+    try:
+        output, returncode = _run_ninja(
+            [ninja_executable(), "-C", str(key_dir), "-j", str(jobs)],
+            label=f"{spec.name}" + (f" for {plan.arch.sm}" if plan.arch else ""),
+            total_units=len(spec.sources) + 1,
+        )
+    finally:
+        _JOB_BUDGET.give_back(jobs)
     if returncode != 0:
         raise JitBuildError(spec.name, plan.key, _failing_command(output), output, _hint(plan))
     if not is_complete_shared_object(partial):

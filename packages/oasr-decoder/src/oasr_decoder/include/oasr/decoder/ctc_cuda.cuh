@@ -569,6 +569,12 @@ __global__ void __launch_bounds__(kThreads)
         e = sm.ext_token[y][list_pos];
       }
       if (score < bar) continue;
+      // The would-be entry's log-prob at frame t + 1 (of its last token), loaded here so that
+      // its latency hides behind the ranking; a candidate that ranks out wastes it.
+      const int32_t next_token = e >= 0 ? e : (sm.node[cur][y] != 0 ? sm.last[cur][y] : -1);
+      const float l_next = t + 1 < len && next_token >= 0
+                               ? to_float(row_lp[in.stride_frame + next_token])
+                               : -INFINITY;
       // Scores decide the rank, except between equal scores (distinct sequences of equal
       // probability: rare), where `better` breaks the tie. So count the larger scores first,
       // in loops without branches or early exits, and redo the count with `better` only when
@@ -627,18 +633,14 @@ __global__ void __launch_bounds__(kThreads)
       }
       if (rank >= beam) continue;
 
-      // The new entry at slot `rank`. Its log-prob at frame t + 1 is loaded here, where the
-      // load's latency hides behind the other threads' node lookups, not at the top of the
-      // next frame.
+      // The new entry at slot `rank`.
       const int32_t r = rank;
-      const T* next_row = row_lp + in.stride_frame;  // frame t + 1, read when t + 1 < len
-      double pb, pnb, vb, vnb, l_next = -INFINITY;
+      double pb, pnb, vb, vnb;
       int32_t node, chain_b, chain_parent, last, parent_node, depth;
       bool new_link;
       if (list_pos < 0 && x % 2 == 0) {  // stay
         node = sm.node[cur][y];
         last = sm.last[cur][y];
-        if (t + 1 < len && node != 0) l_next = to_float(next_row[last]);
         pb = sm.sp_pb[x];
         pnb = sm.sp_pnb[x];
         vb = sm.sp_vb[x];
@@ -660,7 +662,6 @@ __global__ void __launch_bounds__(kThreads)
           chain_parent = from_nb ? sm.chain_nb[cur][y] : sm.chain_b[cur][y];
         }
         last = e;
-        if (t + 1 < len) l_next = to_float(next_row[last]);
         pb = -INFINITY;
         vb = -INFINITY;
         chain_b = -1;
