@@ -1,12 +1,13 @@
 // Experiment: what each part of the sm90 GEMM's epilogue costs at ASR shapes.
 //
-// The production kernel (gemm_sm90_template.cuh) always carries LinCombPerColBiasEltAct with
-// the run-time activation of gemm_activation.cuh, also for a plain GEMM. Here one tile structure
-// per executable (-DSTRUCT=n) is timed with seven epilogues on random fp16 data:
-//   0 plain LinearCombination                     4 bias + Swish compiled in (production math)
+// Sessions 4-6 shipped one kernel per config with LinCombPerColBiasEltAct and a run-time
+// activation switch (RuntimeActivation below), also for a plain GEMM; session 7 compiles the
+// activation in, on this probe's evidence. One tile structure per executable (-DSTRUCT=n),
+// timed with seven epilogues on random fp16 data:
+//   0 plain LinearCombination                     4 bias + Swish compiled in (the package's)
 //   1 bias + Identity compiled in                 5 bias + Swish as x/2 (1 + tanh.approx(x/2))
-//   2 production: run-time kind identity, no bias 6 bias + Swish: ex2.approx, Newton reciprocal
-//   3 production: run-time kind swish, bias
+//   2 run-time switch: identity, no bias          6 bias + Swish: ex2.approx, Newton reciprocal
+//   3 run-time switch: swish, bias
 // The three Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
 // the worst error in units of the fp16 spacing at the exact value (what rounding to fp16 sees).
 // Build: see README.md.
@@ -29,11 +30,42 @@
 using T = cutlass::half_t;
 using cute::Int;
 
+// The run-time activation switch of sessions 4-6: CUTLASS passes a functor's `Arguments` to it;
+// the switch runs once per fragment.
+struct ActivationArgs {
+  int kind = 0;  // 0 identity, 1 relu, 2 swish, 3 gelu, 4 gelu_tanh
+};
+template <class V>
+struct RuntimeActivation {
+  using Arguments = ActivationArgs;
+};
+template <class E, int N>
+struct RuntimeActivation<cutlass::Array<E, N>> {
+  using Arguments = ActivationArgs;
+  using Fragment = cutlass::Array<E, N>;
+  template <class Fn>
+  CUTLASS_DEVICE static Fragment apply(Fragment const& x, Fn fn) {
+    Fragment y;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) y[i] = E(fn(float(x[i])));
+    return y;
+  }
+  CUTLASS_DEVICE Fragment operator()(Fragment const& x, Arguments const& args) const {
+    switch (args.kind) {
+      case 1: return apply(x, oasr::gemm::Relu{});
+      case 2: return apply(x, oasr::gemm::Swish{});
+      case 3: return apply(x, oasr::gemm::Gelu{});
+      case 4: return apply(x, oasr::gemm::GeluTanh{});
+      default: return x;
+    }
+  }
+};
+
 // Swish compiled in: three forms of x * sigmoid(x).
 template <int kForm>
 struct SwishForm {
   CUTLASS_DEVICE static float apply(float x) {
-    if constexpr (kForm == 0) {  // production: two MUFU ops (ex2, rcp)
+    if constexpr (kForm == 0) {  // the package's: two MUFU ops (ex2, rcp)
       return __fdividef(x, 1.0f + __expf(-x));
     } else if constexpr (kForm == 1) {  // one MUFU op: sigmoid(x) = 0.5 + 0.5 tanh(x / 2)
       const float h = 0.5f * x;
@@ -83,7 +115,7 @@ struct FusionOf {
       std::conditional_t<
           kKind == 1, BiasAct<cutlass::epilogue::thread::Identity>,
           std::conditional_t<
-              kKind == 2 || kKind == 3, BiasAct<oasr::gemm::RuntimeActivation>,
+              kKind == 2 || kKind == 3, BiasAct<RuntimeActivation>,
               std::conditional_t<kKind == 4, BiasAct<Swish0>,
                                  std::conditional_t<kKind == 5, BiasAct<Swish1>, BiasAct<Swish2>>>>>>;
 };
