@@ -318,9 +318,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
 
   int cur = 0;
-  int32_t nb = sm.num_entries;
+  int32_t nb = sm.num_entries;  // uniform: every thread updates it after each frame
   int32_t list_span = 1;  // the lists' slots the ranking searches: a power of two >= beam
-  while (list_span < beam) list_span *= 2;  // uniform: every thread updates it after each frame
+  while (list_span < beam) list_span *= 2;
   const int32_t blank = in.blank;
   // Frame t's inputs in registers, loaded one frame ahead so their latency hides behind the
   // previous frame's work: every thread holds the blank's log-prob and the two largest, thread
@@ -782,7 +782,7 @@ __global__ void ctc_beam_result_kernel(BeamState st, HypothesisOut out, const in
   for (int32_t n = threadIdx.x / 32; n < out.nbest; n += blockDim.x / 32) {
     const int lane = threadIdx.x % 32;
     int32_t len = -1;
-    if (n < nb) len = pools.depth[entries[n]];  // (depth: one load per hypothesis)
+    if (n < nb) len = pools.depth[entries[n]];
     const bool fits = len <= L;
     for (int64_t j = (fits && len > 0 ? len : 0) + lane; j < L; j += 32) {
       tokens[n * L + j] = -1;
