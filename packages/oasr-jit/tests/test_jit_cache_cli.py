@@ -143,7 +143,8 @@ def fake_family(tmp_path):
             import oasr_jit
 
             def production_specs(arch):
-                return [oasr_jit.gen_jit_spec("fake_" + arch.family, [{str(src)!r}])]
+                name = "fake_" + arch.family
+                return [oasr_jit.gen_jit_spec(m, [{str(src)!r}]) for m in (name, name + "_b")]
 
             FAMILY = oasr_jit.Family(
                 name="fake", version="0.1", module="fake_family_ops",
@@ -183,15 +184,19 @@ def test_list_prebuild_status(fake_family, jit_dir):
     listed = _cli("jit", "list", "--arch", "9.0a", env=env).stdout
     assert "fake_sm90" in listed and "not built" in listed
     built = _cli("jit", "prebuild", "--family", "fake", "--arch", "9.0a", "--jobs", "1", env=env)
-    assert "fake_sm90" in built.stdout and "built in" in built.stdout
+    assert "fake: 2 modules" in built.stdout
+    assert built.stdout.count("built in") == 2, built.stdout  # side by side, one job between them
     # Only the fake family: real families installed beside it (oasr-norm) would be compiled too.
     again = _cli("jit", "prebuild", "--family", "fake", "--arch", "9.0a", env=env)
-    assert "cached" in again.stdout
+    assert again.stdout.count("cached") == 2
     assert "built" in _cli("jit", "list", "--family", "fake", "--arch", "9.0a", env=env).stdout
     status = json.loads(_cli("jit", "status", "--json", env=env).stdout)
-    assert [(s["module"], s["state"]) for s in status] == [("fake_sm90", "built")]
+    assert sorted((s["module"], s["state"]) for s in status) == [
+        ("fake_sm90", "built"),
+        ("fake_sm90_b", "built"),
+    ]
     text = _cli("jit", "status", env=env).stdout
-    assert "fake_sm90" in text and "1 built" in text
+    assert "fake_sm90" in text and "2 built" in text
 
 
 def test_prune_clear_forget_commands(tmp_path, jit_dir):

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import __version__, env
@@ -244,21 +245,30 @@ def cmd_jit_prebuild(args) -> int:
         print("no OASR families installed: nothing to prebuild")
         return 0
     target = _pin_arch(args.arch)
-    failures = 0
+    specs = []
     for fam in families:
-        specs = list(fam.production_specs(target))
-        print(f"{fam.name}: {len(specs)} modules for {target.sm}", flush=True)
-        for spec in specs:
-            start = time.monotonic()
-            was_built = spec.is_built
-            try:
-                spec.build()
-            except JitBuildError as exc:
-                failures += 1
-                print(f"  FAILED {spec.name}: {str(exc).splitlines()[0]}", flush=True)
-                continue
-            verdict = "cached" if was_built else f"built in {time.monotonic() - start:.1f} s"
-            print(f"  {spec.name:<40} {spec.key}  {verdict}", flush=True)
+        family_specs = list(fam.production_specs(target))
+        print(f"{fam.name}: {len(family_specs)} modules for {target.sm}", flush=True)
+        specs += family_specs
+
+    def build(spec) -> tuple[bool, str]:
+        """(failed, the line to print) of one module."""
+        start = time.monotonic()
+        was_built = spec.is_built
+        try:
+            spec.build()
+        except JitBuildError as exc:
+            return True, f"  FAILED {spec.name}: {str(exc).splitlines()[0]}"
+        verdict = "cached" if was_built else f"built in {time.monotonic() - start:.1f} s"
+        return False, f"  {spec.name:<40} {spec.key}  {verdict}"
+
+    # The modules build side by side: concurrent builds share one budget of compiler jobs
+    # (build.py), so modules of a few units each fill the machine together.
+    failures = 0
+    with ThreadPoolExecutor(max(1, len(specs))) as pool:
+        for failed, line in pool.map(build, specs):
+            failures += failed
+            print(line, flush=True)
     if failures:
         print(f"{failures} module(s) failed to build", file=sys.stderr)
     return 1 if failures else 0
