@@ -83,3 +83,37 @@ def test_an_out_that_aliases_an_input_still_gets_the_product():
         got = oasr_gemm.gemm(a, b, c, out=out, backend="torch")
         assert got is out
         torch.testing.assert_close(got.double(), want, rtol=3e-2, atol=3e-2)
+
+
+def test_an_sm80_variant_gets_the_workspace_it_asks_for(monkeypatch):
+    """`_run` asks an sm80 variant its workspace size once per shape, allocates exactly that (or
+    passes none) and calls the variant with it; an sm90 variant gets no workspace argument."""
+    import importlib
+
+    from oasr_gemm import configs
+
+    gemm = importlib.import_module("oasr_gemm.gemm")  # the module, not the function
+
+    calls, asked = [], []
+
+    def fake_kernel(config, dtype, activation):
+        return lambda *args: calls.append((config.id, args))
+
+    def fake_size(config, dtype, activation, M, N, K, device):
+        asked.append((config.id, M, N, K))
+        return {"none": 0, "parallel": 4 * M * N * config.slices}[config.split]
+
+    monkeypatch.setattr(gemm, "_kernel", fake_kernel)
+    monkeypatch.setattr(gemm, "_workspace_bytes", fake_size)
+    A, B = torch.randn(5, 16).half(), torch.randn(24, 16).half()
+    out = torch.empty(5, 24).half()
+    split = configs.Sm80Config(64, 64, 64, 32, 32, 3, "parallel", 4)
+    plain = configs.Sm80Config(64, 64, 64, 32, 32, 3)
+    gemm._run(split, torch.float16, out, A, B, None, None, "identity")
+    gemm._run(plain, torch.float16, out, A, B, None, None, "swish")
+    gemm._run(configs.DEFAULT, torch.float16, out, A, B, None, None, "identity")
+    assert asked == [(split.id, 5, 24, 16), (plain.id, 5, 24, 16)]
+    (_, with_split), (_, with_plain), (_, sm90) = calls
+    assert with_split[-1].dtype == torch.uint8 and with_split[-1].numel() == 4 * 5 * 24 * 4
+    assert with_plain[-1] is None and len(with_plain) == 6
+    assert len(sm90) == 5

@@ -1,8 +1,8 @@
 """Compile-only smoke for sm_90a with nvcc (no GPU): one config of the sm90 template with the
-plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine), one
-unit of bmm's CUTLASS 2.x general lane (its 13 alignment pairs and the small-K kernel, about
-35 s), one of group_gemm (about 15 s) and gemm_log_softmax's row pass (the shared softmax
-kernels, about 30 s)."""
+plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine), the
+sm80 lane's four ways of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS
+2.x general lane (its 13 alignment pairs and the small-K kernel, about 35 s), one of group_gemm
+(about 15 s) and gemm_log_softmax's row pass (the shared softmax kernels, about 30 s)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ def test_the_default_config_compiles_for_sm90a(hopper):
     with ThreadPoolExecutor(len(specs)) as pool:
         for built in pool.map(lambda spec: spec.build(), specs):
             assert is_complete_shared_object(built)
+
+
+def test_each_sm80_split_compiles_for_sm90a(hopper):
+    """No split, serial and parallel split-K, Stream-K: one unit each, Swish in the epilogue
+    (the serial split must skip it on all but the last slice)."""
+    splits = [("none", 1), ("serial", 2), ("parallel", 4), ("streamk", 1)]
+    chosen = [configs.Sm80Config(64, 128, 64, 32, 64, 4, s, n) for s, n in splits]
+    spec = _jit.gen_gemm_module("oasr_gemm_sm80_smoke", chosen, ("fp16",), "swish")
+    assert is_complete_shared_object(spec.build())
 
 
 def test_a_bmm_unit_compiles_for_sm90a(hopper):

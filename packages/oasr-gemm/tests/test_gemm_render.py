@@ -35,6 +35,25 @@ def test_each_activation_is_compiled_into_its_own_units():
         _jit.function_name(c, "fp16", "tanh")
 
 
+def test_sm80_units_name_their_split_and_export_the_workspace_size():
+    serial = configs.Sm80Config(64, 128, 64, 32, 64, 4, "serial", 2)
+    streamk = configs.Sm80Config(128, 128, 64, 64, 64, 3, "streamk")
+    spec = _jit.gen_gemm_module("oasr_gemm_test", [configs.DEFAULT, serial, streamk], ("bf16",))
+    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert "Sm90Gemm<" in rendered[f"gemm_bf16_{configs.DEFAULT.id}.cu"]  # lanes share a module
+    text = rendered[f"gemm_bf16_{serial.id}.cu"]
+    assert "Sm80Gemm<cutlass::bfloat16_t, 64, 128, 64,\n" in text
+    assert "32, 64, 4,\n" in text  # warp tile, stages
+    assert "oasr::gemm::SplitK::kSerial, 2," in text
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{serial.id}, run);" in text
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{serial.id}_workspace, workspace);" in text
+    assert "oasr::gemm::SplitK::kStreamK, 1," in rendered[f"gemm_bf16_{streamk.id}.cu"]
+    swish = _jit.gen_tuning_module(serial, "fp16", "swish")
+    assert swish.name == f"oasr_gemm_tune_swish_fp16_{serial.id}"
+    (unit,) = [s.text for s in swish.sources if getattr(s, "text", None)]
+    assert "oasr::gemm::SwishAct>;" in unit
+
+
 def test_production_and_tuning_specs():
     prod = _jit.gen_production_module()
     assert prod.name == _jit.PRODUCTION_MODULE and prod.use_cutlass

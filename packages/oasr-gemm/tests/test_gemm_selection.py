@@ -115,6 +115,16 @@ def test_rules_and_sentinels(tiers, monkeypatch, caplog):
         pick("bmm", 8, 8, 8, torch.float16)
 
 
+def test_an_entry_may_name_an_sm80_config(tiers):
+    _, system = tiers
+    split = configs.Sm80Config(64, 64, 64, 32, 32, 4, "parallel", 4)
+    key = tuning.signature("gemm", "gemm", "half", N=2048, K=512)
+    _write(system, {key: {"regions": [[256, split.id], [4096, SMALL.id]]}}, [split, SMALL])
+    pick = selection.select_default_config
+    assert pick("gemm", 64, 2048, 512, torch.float16) == selection.Selection(split, "system")
+    assert pick("gemm", 300, 2048, 512, torch.bfloat16) == selection.Selection(SMALL, "system")
+
+
 def test_no_files_means_the_default(tiers):
     got = selection.select_default_config("gemm", 1000, 2048, 512, torch.bfloat16)
     assert got == selection.Selection(configs.DEFAULT, "default")

@@ -87,3 +87,30 @@ def test_candidate_configs_named_on_the_command_line():
     assert chosen == [*production, extra]
     with pytest.raises(SystemExit, match="unknown config"):
         tune.candidate_configs("t999x1x1_c1x1_pp")
+
+
+def test_sm80_configs_are_measured_at_small_m_only():
+    split = configs.Sm80Config(64, 64, 64, 32, 32, 4, "parallel", 4)
+    seen = {}
+
+    def measure(op, dtype, M, N, K, arms):
+        seen[M] = set(arms)
+        return {arm: (3.0 if arm == split.id else 10.0) for arm in arms}
+
+    ladder = (64, tune.SM80_MAX_M, tune.SM80_MAX_M + 1)
+    entries = tune.build_entries([("gemm", "fp16", 512, 256)], [DEFAULT, split], measure, ladder)
+    assert seen[64] == seen[tune.SM80_MAX_M] == {DEFAULT.id, split.id, "torch"}
+    assert seen[tune.SM80_MAX_M + 1] == {DEFAULT.id, "torch"}
+    (entry,) = entries.values()
+    assert entry["regions"] == [[tune.SM80_MAX_M, split.id], [tune.SM80_MAX_M + 1, "default"]]
+    with pytest.raises(ValueError, match="must include the default"):
+        tune.build_entries([("gemm", "fp16", 512, 256)], [split], measure, ladder)
+
+
+def test_signatures_can_be_filtered():
+    assert tune.signatures("asr", holding="N=2048|K=512") == [
+        ("gemm", "fp16", 2048, 512),
+        ("gemm_activation", "fp16", 2048, 512),
+    ]
+    assert tune.signatures("asr", holding="op=gemm_activation|")[0][0] == "gemm_activation"
+    assert tune.signatures("asr", holding="nothing") == []

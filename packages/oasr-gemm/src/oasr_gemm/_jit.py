@@ -1,9 +1,11 @@
 """JIT generators of the GEMM family: one rendered translation unit per (config, dtype,
-activation); the activation is compiled into the epilogue (include/oasr/gemm/gemm_activation.cuh
-says why).
+activation), from the template of the config's lane (sm90: TMA + wgmma; sm80: mma.sync with
+split-K / Stream-K); the activation is compiled into the epilogue
+(include/oasr/gemm/gemm_activation.cuh says why).
 
-    oasr_gemm          the production module: the default config and the basis, fp16 and bf16,
-                       the identity epilogue (gemm: bias and C, no activation)
+    oasr_gemm          the production module: the default config, the basis and the configs the
+                       shipped tuning file names, fp16 and bf16, the identity epilogue (gemm:
+                       bias and C, no activation)
     oasr_gemm_<act>    the same configs with activation <act> (relu, swish, gelu, gelu_tanh),
                        built on the first gemm_activation call that asks for it
     oasr_gemm_tune[_<act>]_<dtype>_<c> one tuning config in one dtype (built when a tuning run or
@@ -23,12 +25,15 @@ from pathlib import Path
 
 from oasr_jit import JitSpec, gen_jinja_jit_spec, gen_jit_spec
 
-from .configs import GemmConfig, production_configs
+from .configs import SM80_LANE, GemmConfig, Sm80Config, production_configs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
 CSRC_DIR = PACKAGE_DIR / "csrc"
 TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm90.cu.jinja"
+SM80_TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm80.cu.jinja"
+#: Sm80Config.split -> oasr::gemm::SplitK
+SPLIT_ENUMS = {"none": "kNone", "serial": "kSerial", "parallel": "kParallel", "streamk": "kStreamK"}
 BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm80.cu.jinja"
 GROUP_TEMPLATE = PACKAGE_DIR / "templates" / "group_gemm_sm80.cu.jinja"
 
@@ -57,14 +62,17 @@ def _activation_tag(activation: str) -> str:
     return "" if activation == "identity" else f"{activation}_"
 
 
-def function_name(config: GemmConfig, dtype: str, activation: str = "identity") -> str:
+def function_name(config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity") -> str:
     """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``, or with an
-    activation ``gemm_swish_fp16_t128x128x64_c1x1_coop``."""
+    activation ``gemm_swish_fp16_t128x128x64_c1x1_coop`` (sm80: ``gemm_fp16_s80_...``, and
+    ``<function>_workspace``)."""
     return f"gemm_{_activation_tag(activation)}{dtype}_{config.id}"
 
 
-def render_context(config: GemmConfig, dtype: str, activation: str = "identity") -> dict:
-    return {
+def render_context(
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity"
+) -> dict:
+    context = {
         "config_id": config.id,
         "variant": f"{_activation_tag(activation)}{config.id}",
         "dtype": dtype,
@@ -75,6 +83,16 @@ def render_context(config: GemmConfig, dtype: str, activation: str = "identity")
         "tile_m": config.tile_m,
         "tile_n": config.tile_n,
         "tile_k": config.tile_k,
+    }
+    if config.lane == SM80_LANE:
+        return context | {
+            "warp_m": config.warp_m,
+            "warp_n": config.warp_n,
+            "stages": config.stages,
+            "split_enum": SPLIT_ENUMS[config.split],
+            "slices": config.slices,
+        }
+    return context | {
         "cluster_m": config.cluster_m,
         "cluster_n": config.cluster_n,
         "cooperative": "true" if config.schedule == "cooperative" else "false",
@@ -82,12 +100,13 @@ def render_context(config: GemmConfig, dtype: str, activation: str = "identity")
 
 
 def gen_gemm_module(
-    name: str, configs: list[GemmConfig], dtypes=tuple(DTYPES), activation: str = "identity"
+    name: str, configs: list, dtypes=tuple(DTYPES), activation: str = "identity"
 ) -> JitSpec:
+    """One unit per (config, dtype); configs of both lanes may share a module."""
     templates = [
         (
             f"{function_name(c, dtype, activation)}.cu",
-            TEMPLATE,
+            SM80_TEMPLATE if c.lane == SM80_LANE else TEMPLATE,
             render_context(c, dtype, activation),
         )
         for c in configs
@@ -109,7 +128,9 @@ def gen_production_module(activation: str = "identity") -> JitSpec:
     )
 
 
-def gen_tuning_module(config: GemmConfig, dtype: str, activation: str = "identity") -> JitSpec:
+def gen_tuning_module(
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity"
+) -> JitSpec:
     return gen_gemm_module(
         f"oasr_gemm_tune_{_activation_tag(activation)}{dtype}_{config.id}",
         [config],
@@ -205,5 +226,5 @@ def log_softmax_module():
 
 
 @functools.cache
-def tuning_module(config: GemmConfig, dtype: str, activation: str = "identity"):
+def tuning_module(config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity"):
     return gen_tuning_module(config, dtype, activation).build_and_load()

@@ -1,10 +1,21 @@
-"""The GEMM config space of the sm90 lane (CUTLASS 3.x, TMA + wgmma), and its constraints.
+"""The GEMM config spaces of the two lanes, and their constraints.
 
-A config is one kernel: tile (M, N, K), cluster (M, N), schedule (ping-pong: two warpgroups take
-alternate tiles; cooperative: both split one tile's M). The space is the product of the axes
-below, cut by `reject_reason` before anything is tuned or compiled: an unbuildable variant fails
-its whole JIT module, and one that spills its accumulators is never worth measuring. The
-rejected configs and why are listed by `rejected_configs()`.
+``sm90_tma`` (`GemmConfig`, CUTLASS 3.x TMA + wgmma): tile (M, N, K), cluster (M, N), schedule
+(ping-pong: two warpgroups take alternate tiles; cooperative: both split one tile's M).
+
+``sm80_mma`` (`Sm80Config`, CUTLASS 2.x ``mma.sync`` with the Sm80 tag, run on sm90 too): tile
+(M, N, K), warp tile (M, N), pipeline stages, and how K is split: not at all, serial split-K
+(the K slices of a tile run as CTAs that add their partials in turn through the output, under a
+semaphore), parallel split-K (each slice writes fp32 partials to a workspace; a second kernel
+adds them and applies the epilogue), or Stream-K (the K iterations of all tiles shared evenly
+over the SMs). Splitting K is what fills 132 SMs when M is a few hundred rows or less, which is
+where cuBLAS ran the small-M calls before this lane.
+
+Each space is the product of its axes, cut by `reject_reason` before anything is tuned or
+compiled: an unbuildable variant fails its whole JIT module, and one that spills its
+accumulators is never worth measuring. The rejected configs and why are listed by
+`rejected_configs()`. A config's id names its lane (sm80 ids start ``s80_``), and so do its
+tuning-file parameters (``lane``); `config_from_id` / `config_from_params` read either.
 
 Pure Python (no torch, no build): the registration and the selection import it.
 """
@@ -41,6 +52,7 @@ WARPGROUP = 128
 
 @dataclass(frozen=True, order=True)
 class GemmConfig:
+    lane = LANE
     tile_m: int
     tile_n: int
     tile_k: int
@@ -96,6 +108,144 @@ class GemmConfig:
         )
 
 
+SM80_LANE = "sm80_mma"
+#: (tile M, N, K, warp M, N) of the sm80 lane: 4 warps, or 8 at 128 x 256; K 64 (128-byte rows)
+SM80_TILES = (
+    (64, 64, 64, 32, 32),
+    (64, 128, 64, 32, 64),
+    (128, 128, 64, 64, 64),
+    (128, 256, 64, 64, 64),
+)
+SM80_STAGES = (3, 4)
+#: how K is split, and into how many slices (Stream-K chooses its own split per SM count)
+SM80_SPLITS = (
+    ("none", 1),
+    ("serial", 2),
+    ("serial", 4),
+    ("parallel", 2),
+    ("parallel", 4),
+    ("parallel", 8),
+    ("streamk", 1),
+)
+#: shared memory of an SM that one CTA may take (227 KiB on sm80 and sm90)
+MAX_CTA_SMEM = 232_448
+#: an mma.sync epilogue stores 8-element (16-byte) vectors with a warp's 32 lanes along N; a
+#: narrower tile leaves lanes without columns, and CUTLASS does not check that (seed 000)
+MIN_SM80_TILE_N = 32
+_SPLIT_TAGS = {"serial": "serial", "parallel": "parallel", "streamk": "streamk"}
+
+
+@dataclass(frozen=True, order=True)
+class Sm80Config:
+    lane = SM80_LANE
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    warp_m: int
+    warp_n: int
+    stages: int
+    split: str = "none"  # none | serial | parallel | streamk
+    slices: int = 1  # K slices of serial / parallel split-K
+
+    @property
+    def id(self) -> str:
+        """``s80_t64x128x64_w32x64_s4``, split ones ending ``_serial2``, ``_parallel4`` or
+        ``_streamk``."""
+        text = (
+            f"s80_t{self.tile_m}x{self.tile_n}x{self.tile_k}_w{self.warp_m}x{self.warp_n}"
+            f"_s{self.stages}"
+        )
+        if self.split == "streamk":
+            return text + "_streamk"
+        if self.split != "none":
+            return text + f"_{self.split}{self.slices}"
+        return text
+
+    @property
+    def warps(self) -> int:
+        return (self.tile_m // self.warp_m) * (self.tile_n // self.warp_n)
+
+    @classmethod
+    def from_id(cls, text: str) -> Sm80Config:
+        """The inverse of `id`; ValueError naming the format otherwise."""
+        try:
+            lane, tile, warp, stages, *rest = text.split("_")
+            if lane != "s80" or len(rest) > 1:
+                raise ValueError
+            tm, tn, tk = (int(v) for v in tile.removeprefix("t").split("x"))
+            wm, wn = (int(v) for v in warp.removeprefix("w").split("x"))
+            split, slices = "none", 1
+            if rest:
+                split = rest[0].rstrip("0123456789")
+                if split not in _SPLIT_TAGS:
+                    raise ValueError
+                if split != "streamk":
+                    slices = int(rest[0][len(split) :])
+            config = cls(tm, tn, tk, wm, wn, int(stages.removeprefix("s")), split, slices)
+        except ValueError:
+            raise ValueError(
+                f"{text!r} is not an sm80 GEMM config id "
+                "(s80_t<M>x<N>x<K>_w<M>x<N>_s<stages>[_serial<n>|_parallel<n>|_streamk])"
+            ) from None
+        return config
+
+    def to_params(self) -> dict[str, int | str]:
+        return {
+            "lane": SM80_LANE,
+            "tile_m": self.tile_m,
+            "tile_n": self.tile_n,
+            "tile_k": self.tile_k,
+            "warp_m": self.warp_m,
+            "warp_n": self.warp_n,
+            "stages": self.stages,
+            "split": self.split,
+            "slices": self.slices,
+        }
+
+    @classmethod
+    def from_params(cls, params: dict) -> Sm80Config:
+        if params.get("lane") != SM80_LANE:
+            raise ValueError(f"config of lane {params.get('lane')!r}, this lane is {SM80_LANE!r}")
+        return cls(
+            *(int(params[k]) for k in ("tile_m", "tile_n", "tile_k", "warp_m", "warp_n")),
+            int(params["stages"]),
+            str(params.get("split", "none")),
+            int(params.get("slices", 1)),
+        )
+
+
+def _sm80_reject_reason(c: Sm80Config) -> str | None:
+    if (c.tile_m, c.tile_n, c.tile_k, c.warp_m, c.warp_n) not in SM80_TILES:
+        return "tile outside the sm80 lane's tiles"
+    if c.stages not in SM80_STAGES:
+        return f"{c.stages} stages is not one of {SM80_STAGES}"
+    if (c.split, c.slices) not in SM80_SPLITS:
+        return f"split {c.split} x {c.slices} is not one of {SM80_SPLITS}"
+    if c.tile_n < MIN_SM80_TILE_N:
+        return f"tile_n < {MIN_SM80_TILE_N}: the epilogue's warp would not cover the tile"
+    if c.warps not in (2, 4, 8):
+        return f"{c.warps} warps per CTA (the tile / warp tile): 2, 4 or 8 run"
+    if c.warp_m * c.warp_n // 32 > MAX_ACC_PER_THREAD:
+        return f"{c.warp_m * c.warp_n // 32} fp32 accumulators per thread: spills"
+    if (c.tile_m + c.tile_n) * c.tile_k * 2 * c.stages > MAX_CTA_SMEM:
+        return f"{c.stages} stages of the tile do not fit in an SM's shared memory"
+    return None
+
+
+def config_from_id(text: str):
+    """A config of either lane from its id (ValueError naming both formats otherwise)."""
+    if text.startswith("s80_"):
+        return Sm80Config.from_id(text)
+    return GemmConfig.from_id(text)
+
+
+def config_from_params(params: dict):
+    """A config of either lane from its tuning-file parameters (their ``lane`` says which)."""
+    if params.get("lane") == SM80_LANE:
+        return Sm80Config.from_params(params)
+    return GemmConfig.from_params(params)
+
+
 #: the untuned choice: the config every shape runs without a tuning entry. Ping-pong 128x128: on
 #: the H200 it had the best geometric mean over the tuning run's 120 suite points (0.81x cuBLAS
 #: overall, 0.95x at M >= 4096, against 0.79x / 0.89x for cooperative 128x128), because one
@@ -105,8 +255,10 @@ DEFAULT = GemmConfig(128, 128, 64, 1, 1, "pingpong")
 BASIS = (GemmConfig(64, 128, 64, 1, 1, "pingpong"), GemmConfig(128, 256, 64, 1, 1, "cooperative"))
 
 
-def reject_reason(config: GemmConfig) -> str | None:
-    """Why ``config`` is not built (None: it is)."""
+def reject_reason(config) -> str | None:
+    """Why ``config`` (of either lane) is not built (None: it is)."""
+    if isinstance(config, Sm80Config):
+        return _sm80_reject_reason(config)
     c = config
     if c.schedule not in SCHEDULES:
         return f"schedule {c.schedule!r} is not one of {SCHEDULES}"
@@ -125,18 +277,28 @@ def reject_reason(config: GemmConfig) -> str | None:
     return None
 
 
-def _space() -> list[GemmConfig]:
-    return [
+def _space() -> list:
+    sm90 = [
         GemmConfig(tm, tn, tk, cm, cn, s)
         for tm, tn, tk, (cm, cn), s in itertools.product(
             TILE_M, TILE_N, TILE_K, CLUSTERS, SCHEDULES
         )
     ]
+    sm80 = [
+        Sm80Config(tm, tn, tk, wm, wn, stages, split, slices)
+        for (tm, tn, tk, wm, wn), stages, (split, slices) in itertools.product(
+            SM80_TILES, SM80_STAGES, SM80_SPLITS
+        )
+    ]
+    return sm90 + sm80
 
 
-def all_configs() -> list[GemmConfig]:
-    """Every buildable config of the lane, sorted."""
-    return sorted(c for c in _space() if reject_reason(c) is None)
+def all_configs() -> list:
+    """Every buildable config: the sm90 lane's, then the sm80 lane's, each sorted."""
+    built = [c for c in _space() if reject_reason(c) is None]
+    return sorted(c for c in built if c.lane == LANE) + sorted(
+        c for c in built if c.lane == SM80_LANE
+    )
 
 
 def rejected_configs() -> dict[str, str]:
@@ -144,21 +306,23 @@ def rejected_configs() -> dict[str, str]:
     return {c.id: why for c in _space() if (why := reject_reason(c)) is not None}
 
 
-def _shipped_configs() -> list[GemmConfig]:
+def _shipped_configs() -> list:
     """The buildable configs the shipped tuning file names (none when there is no file)."""
     if not SHIPPED_DB.is_file():
         return []
     try:
         params = json.loads(SHIPPED_DB.read_text()).get("configs", {})
-        configs = [GemmConfig.from_params(p) for p in params.values()]
+        configs = [config_from_params(p) for p in params.values()]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("oasr-gemm: shipped tuning file %s skipped: %s", SHIPPED_DB, exc)
         return []
-    return sorted(c for c in configs if reject_reason(c) is None)
+    return sorted(c for c in configs if reject_reason(c) is None and c.lane == LANE) + sorted(
+        c for c in configs if reject_reason(c) is None and c.lane == SM80_LANE
+    )
 
 
 @functools.cache
-def production_configs() -> tuple[GemmConfig, ...]:
+def production_configs() -> tuple:
     """The production module's configs: the default, the basis, and every config the shipped
     tuning file names. Read once and frozen for the process, so the module's key never changes
     under a running program. Every other config of `all_configs` belongs to a tuning module; no
@@ -168,6 +332,6 @@ def production_configs() -> tuple[GemmConfig, ...]:
     return tuple(out)
 
 
-def tuning_configs() -> list[GemmConfig]:
+def tuning_configs() -> list:
     production = set(production_configs())
     return [c for c in all_configs() if c not in production]

@@ -1,4 +1,5 @@
-"""`gemm` and `gemm_activation`: D = act(A · Bᵀ + C) on the sm90 TMA + wgmma kernels.
+"""`gemm` and `gemm_activation`: D = act(A · Bᵀ + C) on the sm90 TMA + wgmma kernels, or the
+sm80 lane's mma.sync kernels with split-K / Stream-K where the tuning data names one.
 
 A is ``[..., K]`` (its leading dims flattened into M rows, without a copy), B is ``[N, K]`` (the
 ``nn.Linear`` weight), C is a per-column bias ``[N]`` or a full matrix shaped like the output,
@@ -23,7 +24,7 @@ import tvm_ffi
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .configs import DEFAULT, GemmConfig, production_configs
+from .configs import DEFAULT, SM80_LANE, GemmConfig, Sm80Config, production_configs
 from .selection import select_default_config
 
 log = logging.getLogger("oasr_gemm")
@@ -102,18 +103,38 @@ def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
 
 
 @functools.cache
-def _kernel(config: GemmConfig, dtype, activation: str):
-    """The exported function of one variant, looked up once (calls are launch-bound at small M)."""
-    tag = _DTYPE_TAGS[dtype]
+def _module(config: GemmConfig | Sm80Config, dtype, activation: str):
     if config in production_configs():
-        module = _jit.production_module(activation)
-    else:
-        module = _jit.tuning_module(config, tag, activation)
-    return getattr(module, _jit.function_name(config, tag, activation))
+        return _jit.production_module(activation)
+    return _jit.tuning_module(config, _DTYPE_TAGS[dtype], activation)
 
 
-def _run(config: GemmConfig, dtype, out2d, a2d, b, bias, c2d, activation: str) -> None:
-    _kernel(config, dtype, activation)(out2d, a2d, b, bias, c2d)
+@functools.cache
+def _kernel(config: GemmConfig | Sm80Config, dtype, activation: str):
+    """The exported function of one variant, looked up once (calls are launch-bound at small M)."""
+    name = _jit.function_name(config, _DTYPE_TAGS[dtype], activation)
+    return getattr(_module(config, dtype, activation), name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _workspace_bytes(config: Sm80Config, dtype, activation: str, M, N, K, device: int) -> int:
+    """The scratch an sm80 variant needs for one shape on one device (split-K partials,
+    semaphores, Stream-K fix-up), asked of the variant once per shape."""
+    name = _jit.function_name(config, _DTYPE_TAGS[dtype], activation) + "_workspace"
+    return int(getattr(_module(config, dtype, activation), name)(M, N, K, device))
+
+
+def _run(config: GemmConfig | Sm80Config, dtype, out2d, a2d, b, bias, c2d, activation: str):
+    kernel = _kernel(config, dtype, activation)
+    if config.lane != SM80_LANE:
+        kernel(out2d, a2d, b, bias, c2d)
+        return
+    # A fresh workspace per call from PyTorch's caching allocator: no state shared between
+    # streams or graphs, and inside a CUDA-graph capture it comes from the graph's pool.
+    M, N = out2d.shape
+    size = _workspace_bytes(config, dtype, activation, M, N, a2d.shape[1], out2d.device.index)
+    workspace = torch.empty(size, dtype=torch.uint8, device=out2d.device) if size else None
+    kernel(out2d, a2d, b, bias, c2d, workspace)
 
 
 def check_gemm_args(A, B, C, out, backend: str) -> tuple:

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from oasr_jit.tuning import TuningDB
 
 from . import configs
-from .configs import DEFAULT, LANE, GemmConfig, reject_reason
+from .configs import (
+    DEFAULT,
+    LANE,
+    GemmConfig,
+    Sm80Config,
+    config_from_id,
+    config_from_params,
+    reject_reason,
+)
 
 log = logging.getLogger("oasr_gemm")
 
@@ -43,7 +51,7 @@ class Selection:
     ``user`` / ``system`` (the tuning tiers), ``default``, ``rule`` (GEMM_MIN_ROWS),
     ``batch_invariant`` or ``heuristic_off``."""
 
-    config: GemmConfig | None  # None: the PyTorch twin
+    config: GemmConfig | Sm80Config | None  # None: the PyTorch twin
     tier: str
 
     @property
@@ -85,7 +93,7 @@ def select_default_config(
     if found.config in ("default", "fused"):
         return Selection(DEFAULT, found.tier)
     params = _db.config(found)
-    config = GemmConfig.from_params(params) if params else GemmConfig.from_id(found.config)
+    config = config_from_params(params) if params else config_from_id(found.config)
     why = reject_reason(config)
     if why is not None:
         log.warning(

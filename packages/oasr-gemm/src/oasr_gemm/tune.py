@@ -12,8 +12,11 @@ falls through to the next tier. Each entry keeps its evidence (M -> arm -> µs).
 
 Candidates: the production configs by default (compiled already); ``--configs all`` adds every
 tuning config, one JIT module each (minutes of nvcc per config the first time); ``--configs
-ID,ID,...`` adds the named ones. Each signature's regions are printed as soon as they are
-measured.
+ID,ID,...`` adds the named ones. The sm80 lane's configs are measured at M <= `SM80_MAX_M` only:
+they exist for the grids too small for the GPU, and above that the sm90 kernels take the shapes
+(a budget choice of the run, not a measured law). ``--filter`` keeps the signatures whose key
+holds a substring (re-tune one width). Each signature's regions are printed as soon as they are
+measured, and written to the file when all are.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from . import configs as config_space
-from .configs import DEFAULT, LANE, GemmConfig
+from .configs import DEFAULT, LANE, SM80_LANE, GemmConfig, Sm80Config, config_from_id
 
 #: M = batch × frames: decode-sized to a 48000-frame Whisper batch
 M_LADDER = (64, 256, 1024, 4096, 8000, 16000, 32000, 48000)
 GATE = 1.05
+#: the largest M the sm80 lane's configs are measured at
+SM80_MAX_M = 4096
 TORCH, FALLBACK = "torch", "default"
 
 #: measure(op, dtype, M, N, K, arms) -> {arm: µs}: the default timing is `measure_arms`
@@ -58,8 +63,13 @@ def partition(points: Iterable[tuple[int, dict[str, float]]], gate: float = GATE
     return regions
 
 
-def signatures(suite: str = "asr", dtypes: Sequence[str] = ("fp16",)) -> list:
-    """(op, dtype, N, K) of the benchmark suite's cases in ``dtypes``, each once."""
+def signatures(
+    suite: str = "asr", dtypes: Sequence[str] = ("fp16",), holding: str | None = None
+) -> list:
+    """(op, dtype, N, K) of the benchmark suite's cases in ``dtypes``, each once (``holding``:
+    only those whose signature key holds that substring)."""
+    from oasr_jit.tuning import signature
+
     from . import bench
 
     seen = []
@@ -70,14 +80,15 @@ def signatures(suite: str = "asr", dtypes: Sequence[str] = ("fp16",)) -> list:
             continue
         _, n, k = (int(v) for v in case.shape.split("x"))
         key = (case.op, case.dtype, n, k)
-        if case.dtype in dtypes and key not in seen:
+        name = signature("gemm", case.op, case.dtype, N=n, K=k)
+        if case.dtype in dtypes and key not in seen and (holding is None or holding in name):
             seen.append(key)
     return seen
 
 
 def build_entries(
     sigs: Iterable[tuple[str, str, int, int]],
-    candidates: Sequence[GemmConfig],
+    candidates: Sequence[GemmConfig | Sm80Config],
     measure: Measure,
     m_ladder: Sequence[int] = M_LADDER,
     gate: float = GATE,
@@ -89,12 +100,16 @@ def build_entries(
     differ only in the element type). ``progress``: print each entry (JSON) when measured."""
     from oasr_jit.tuning import signature
 
-    arms = [c.id for c in candidates] + [TORCH]
-    if DEFAULT.id not in arms:
+    if DEFAULT not in candidates:
         raise ValueError("the candidates must include the default config (the gate compares to it)")
+
+    def arms(m: int) -> list[str]:
+        chosen = [c.id for c in candidates if c.lane != SM80_LANE or m <= SM80_MAX_M]
+        return [*chosen, TORCH]
+
     entries = {}
     for op, dtype, n, k in sigs:
-        points = [(m, measure(op, dtype, m, n, k, arms)) for m in m_ladder]
+        points = [(m, measure(op, dtype, m, n, k, arms(m))) for m in m_ladder]
         key_dtype = "half" if as_half and dtype == "fp16" else dtype
         key = signature("gemm", op, key_dtype, N=n, K=k)
         entries[key] = {
@@ -120,7 +135,7 @@ def measure_arms(op: str, dtype: str, M: int, N: int, K: int, arms: Sequence[str
     for arm in arms:
         if arm == TORCH:
             continue  # PyTorch is the peer of every config's case
-        config = GemmConfig.from_id(arm)
+        config = config_from_id(arm)
         case = gemm_bench._gemm_case(dtype, M, N, K, device="cuda", activation=activation)
 
         def run(i, config=config):
@@ -154,7 +169,7 @@ def validators() -> dict:
     }
 
 
-def candidate_configs(spec: str) -> list[GemmConfig]:
+def candidate_configs(spec: str) -> list[GemmConfig | Sm80Config]:
     """The configs of ``--configs``: "production", "all", or the production ones plus ids."""
     if spec == "all":
         return config_space.all_configs()
@@ -180,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--fresh", action="store_true", help="replace the file, not merge")
     parser.add_argument(
+        "--filter", help="only signatures whose key holds this, e.g. 'N=2048|K=512'"
+    )
+    parser.add_argument(
         "--dtypes",
         default="fp16",
         help="comma-separated dtypes to measure (default fp16, written as dt=half for both)",
@@ -196,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("OASR_TUNE_USER_DB is off: give --out")
         out = root / "sm90" / "gemm.json"
     dtypes = tuple(d.strip() for d in args.dtypes.split(","))
-    sigs = signatures(args.suite, dtypes)
+    sigs = signatures(args.suite, dtypes, args.filter)
+    if not sigs:
+        parser.error(f"no signature of suite {args.suite!r} holds {args.filter!r}")
     entries = build_entries(
         sigs, candidates, measure_arms, as_half=dtypes == ("fp16",), progress=True
     )

@@ -1,5 +1,5 @@
-// Experiment (written in session 7, not yet run): softmax over short misaligned rows through a
-// shared-memory tile. Rows of 250 halves (attention over T = 250 keys) sit 500 bytes apart, so
+// Experiment (written in session 7, run in session 8: no gain, see README.md): softmax over
+// short misaligned rows through a shared-memory tile. Rows of 250 halves (attention over T = 250 keys) sit 500 bytes apart, so
 // the production kernel (oasr/common/softmax.cuh) reads and writes them in 4-byte vectors, and
 // each row's first and last 32-byte sectors are shared with its neighbours, written by two warps
 // at different times. It reaches ~60% of the copy bandwidth on the H200; no (lanes, vectors,

@@ -1,10 +1,14 @@
-// The launcher every rendered GEMM translation unit shares: the checks (re-done here after the
-// Python API so that a direct module call raises instead of faulting), the problem, the launch.
+// The launcher every rendered GEMM translation unit shares (both lanes): the checks (re-done
+// here after the Python API so that a direct module call raises instead of faulting), the
+// problem, the launch.
 #pragma once
 
 #include "oasr/common/arch_facts.h"
-#include "oasr/gemm/gemm_sm90_template.cuh"
+#include "oasr/gemm/gemm_problem.h"
 #include "tvm_ffi_utils.h"
+
+#include <cuda_runtime.h>
+#include <cutlass/numeric_types.h>
 
 #include <type_traits>
 
@@ -26,12 +30,15 @@ inline int64_t tma_row_stride(const TensorView& t, const char* name) {
   return row_stride;
 }
 
-// out [M, N] = act(a [M, K] · b [N, K]ᵀ + c [M, N] + bias [N]); `run` is one config's Sm90Gemm
-// (its activation compiled in).
+// out [M, N] = act(a [M, K] · b [N, K]ᵀ + c [M, N] + bias [N]); `run` is one config's kernel
+// (Sm90Gemm or Sm80Gemm, its activation compiled in). `workspace`: the sm80 lane's split-K /
+// Stream-K scratch, `workspace_bytes` what the config needs for the problem (null: none).
 template <typename T>
 void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias,
                  OptionalTensor c, const char* variant,
-                 LaunchResult (*run)(const GemmProblem<T>&, cudaStream_t)) {
+                 LaunchResult (*run)(const GemmProblem<T>&, cudaStream_t),
+                 OptionalTensor workspace = std::nullopt,
+                 size_t (*workspace_bytes)(const GemmProblem<T>&) = nullptr) {
   DeviceScope scope(out);
   constexpr DLDataType kDtype = std::is_same_v<T, cutlass::half_t> ? kFloat16 : kBFloat16;
   check_dtype(out, {kDtype}, "out");
@@ -81,11 +88,23 @@ void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias
     p.ldc = tma_row_stride(*c, "C");
     p.c = reinterpret_cast<const T*>(data_bytes(*c));
   }
+  if (workspace.has_value()) {
+    scope.check_same_device(*workspace, "workspace");
+    check_contiguous(*workspace, "workspace");
+    check_aligned_16(*workspace, "workspace");
+    p.workspace = data_bytes(*workspace);
+    p.workspace_bytes = static_cast<size_t>((*workspace).numel()) * element_bytes(*workspace);
+  }
   if (m == 0 || n == 0) return;
   if (k == 0) TVM_FFI_THROW(ValueError) << "K is 0: the product is empty";
   switch (run(p, scope.stream())) {
     case LaunchResult::kOk:
       return;
+    case LaunchResult::kWorkspace:
+      TVM_FFI_THROW(ValueError) << "GEMM variant " << variant << " needs a workspace of "
+                                << (workspace_bytes ? workspace_bytes(p) : 0) << " bytes at M="
+                                << m << " N=" << n << " K=" << k << ", given "
+                                << p.workspace_bytes << " (ask the variant's _workspace function)";
     case LaunchResult::kUnsupported:
       TVM_FFI_THROW(VariantUnsupportedError)
           << "GEMM variant " << variant << " cannot implement M=" << m << " N=" << n
@@ -94,6 +113,26 @@ void launch_gemm(TensorView out, TensorView a, TensorView b, OptionalTensor bias
       check_cuda_status(cudaGetLastError(), variant);
       TVM_FFI_THROW(RuntimeError) << "GEMM variant " << variant << " failed to launch";
   }
+}
+
+// The workspace (bytes) config `Gemm` needs for an M x N x K problem on `device` (Stream-K
+// sizes it from that device's SM count and occupancy, which CUTLASS reads from the current
+// device: switched to it for the question).
+template <typename Gemm, typename T>
+int64_t gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int64_t device) {
+  if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+    TVM_FFI_THROW(ValueError) << "GEMM extents must be in [0, 2^31)";
+  }
+  if (m == 0 || n == 0 || k == 0) return 0;
+  int current = 0;
+  check_cuda_status(cudaGetDevice(&current), "cudaGetDevice");
+  if (current != device) check_cuda_status(cudaSetDevice(static_cast<int>(device)), "cudaSetDevice");
+  GemmProblem<T> p{};
+  p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
+  p.lda = k, p.ldb = k, p.ldd = n;
+  const size_t bytes = Gemm::workspace_bytes(p);
+  if (current != device) check_cuda_status(cudaSetDevice(current), "cudaSetDevice");
+  return static_cast<int64_t>(bytes);
 }
 
 }  // namespace oasr::gemm

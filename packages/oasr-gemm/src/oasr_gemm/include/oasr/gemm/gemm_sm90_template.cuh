@@ -21,26 +21,9 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
 #include "oasr/gemm/gemm_activation.cuh"
+#include "oasr/gemm/gemm_problem.h"
 
 namespace oasr::gemm {
-
-// One problem, in elements. Row strides are multiples of 8 (16 bytes: TMA), pointers 16-byte
-// aligned; the launcher checked both.
-template <typename T>
-struct GemmProblem {
-  const T* a;
-  const T* b;
-  const T* c;     // or null
-  const T* bias;  // [N] or null
-  T* d;
-  int m, n, k;
-  int64_t lda, ldb, ldc, ldd;
-  int device, num_sms;  // the persistent scheduler's grid: one CTA (cluster) per SM
-};
-
-// The result of a launch attempt: kUnsupported when the config cannot implement the problem
-// (nothing was launched), else the CUDA status.
-enum class LaunchResult { kOk, kUnsupported, kCudaError };
 
 template <typename T, int kTileM, int kTileN, int kTileK, int kClusterM, int kClusterN,
           bool kCooperative, template <class> class Activation>

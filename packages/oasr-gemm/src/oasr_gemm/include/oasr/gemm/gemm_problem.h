@@ -1,0 +1,31 @@
+// What every GEMM kernel template of the family takes: one problem, and the result of a launch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace oasr::gemm {
+
+// One problem, in elements. Row strides are multiples of 8 (16 bytes), pointers 16-byte aligned;
+// the launcher checked both.
+template <typename T>
+struct GemmProblem {
+  const T* a;
+  const T* b;
+  const T* c;     // or null
+  const T* bias;  // [N] or null
+  T* d;
+  int m, n, k;
+  int64_t lda, ldb, ldc, ldd;
+  int device, num_sms;  // the sm90 persistent scheduler's grid: one CTA (cluster) per SM
+  // the sm80 lane's split-K / Stream-K scratch (null and 0 for the kernels that need none)
+  void* workspace;
+  size_t workspace_bytes;
+};
+
+// The result of a launch attempt: kUnsupported when the config cannot implement the problem
+// (nothing was launched), kWorkspace when the workspace given is smaller than it needs, else
+// the CUDA status.
+enum class LaunchResult { kOk, kUnsupported, kWorkspace, kCudaError };
+
+}  // namespace oasr::gemm
