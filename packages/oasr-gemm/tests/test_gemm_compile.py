@@ -1,5 +1,6 @@
 """Compile-only smoke for sm_90a with nvcc (no GPU): one config of the sm90 template with the
-plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine), the
+plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine; the
+plain module also links an sm80 unit, as the production module does), the
 sm80 lane's four ways of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS
 2.x general lane (its 13 alignment pairs and the small-K kernel, about 35 s), one of group_gemm
 (about 15 s) and gemm_log_softmax's row pass (the shared softmax kernels, about 30 s)."""
@@ -32,10 +33,12 @@ def hopper(monkeypatch, tmp_path):
 
 
 def test_the_default_config_compiles_for_sm90a(hopper):
-    """The plain epilogue and the heaviest activation's (exact GELU), built side by side."""
+    """The plain epilogue and the heaviest activation's (exact GELU), built side by side; the
+    plain module also holds an sm80 config, as the production module does (lanes share it)."""
+    sm80 = configs.Sm80Config(64, 64, 64, 32, 32, 4)
     specs = [
-        _jit.gen_gemm_module(f"oasr_gemm_smoke_{act}", [configs.DEFAULT], ("fp16",), act)
-        for act in ("identity", "gelu")
+        _jit.gen_gemm_module(f"oasr_gemm_smoke_{act}", chosen, ("fp16",), act)
+        for act, chosen in (("identity", [configs.DEFAULT, sm80]), ("gelu", [configs.DEFAULT]))
     ]
     assert "-gencode=arch=compute_90a,code=sm_90a" in specs[0].plan().manifest["ninja"]
     with ThreadPoolExecutor(len(specs)) as pool:
