@@ -152,3 +152,99 @@ def test_concurrent_builds_share_one_job_budget():
     budget.give_back(1)
     budget.give_back(2)
     assert budget.running == 0 and budget.take(8, 4) == 4
+
+
+def test_a_jobserver_hands_out_its_tokens_and_refills_leaks():
+    server = build._Jobserver(3)
+    assert server.available() == 3 and "--jobserver-auth=fifo:" in server.makeflags()
+    tokens = [server.take() for _ in range(3)]
+    assert server.available() == 0
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(server.take()))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not got, "every token is out: the next build waits"
+    server.give(tokens.pop())
+    waiter.join(5)
+    assert got and server.available() == 0
+    server.give(tokens.pop())
+    with open(server.path, "rb", buffering=0) as fifo:
+        fifo.read(1)  # a token a ninja took for a job and, killed, never put back
+    server.give(tokens.pop())
+    assert server.available() == 1
+    server.give(got.pop())
+    assert server.available() == 3, "with nothing running, the pool is whole again"
+
+
+def test_the_ninja_that_can_join_a_jobserver_is_preferred(monkeypatch):
+    versions = {"/usr/bin/ninja": (1, 11), "/wheel/ninja": (1, 13)}
+    monkeypatch.setattr(build, "_ninja_candidates", lambda: list(versions))
+    monkeypatch.setattr(build, "_ninja_version", versions.get)
+    build._ninja.cache_clear()
+    try:
+        assert build._ninja() == ("/wheel/ninja", True)
+        versions["/wheel/ninja"] = (1, 12)
+        build._ninja.cache_clear()
+        assert build._ninja() == ("/usr/bin/ninja", False)
+        monkeypatch.setattr(build, "_ninja_candidates", lambda: [])
+        build._ninja.cache_clear()
+        with pytest.raises(RuntimeError, match="pip install ninja"):
+            build._ninja()
+    finally:
+        build._ninja.cache_clear()
+
+
+def _sleep_build(root, name: str, jobs: int):
+    """A ninja tree whose jobs each log their start and end times."""
+    tree = root / name
+    tree.mkdir()
+    log = "echo {} $$(date +%s.%N) >> ../log"
+    step = f"{log.format('s')}; sleep 0.4; {log.format('e')}; touch $out"
+    rule = f"rule nap\n  command = sh -c '{step}'\n"
+    edges = "".join(f"build {name}{i}: nap\n" for i in range(jobs))
+    (tree / "build.ninja").write_text(rule + edges)
+    return tree
+
+
+def test_concurrent_ninjas_share_the_jobserver_job_by_job(tmp_path):
+    """Two builds of six jobs each on a pool of three: never more than three jobs at once, and
+    the second build's jobs run as soon as tokens free up (not one at a time)."""
+    ninja, joins = build._ninja()
+    if not joins:
+        pytest.skip(f"{ninja} is older than ninja {build.JOBSERVER_NINJA}")
+    server = build._Jobserver(3)
+    trees = [_sleep_build(tmp_path, name, 6) for name in ("a", "b")]
+    results = []
+
+    def one(tree):
+        token = server.take()
+        try:
+            results.append(
+                build._run_ninja(
+                    [ninja, "-C", str(tree)],
+                    label=tree.name,
+                    total_units=7,
+                    makeflags=server.makeflags(),
+                )
+            )
+        finally:
+            server.give(token)
+
+    threads = [threading.Thread(target=one, args=(t,)) for t in trees]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [code for _, code in results] == [0, 0], results
+    events = sorted(
+        (float(t), +1 if kind == "s" else -1)
+        for kind, t in (line.split() for line in (tmp_path / "log").read_text().splitlines())
+    )
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    assert len(events) == 24 and peak <= 3
+    span = events[-1][0] - events[0][0]
+    assert span < 0.4 * 12 / 2, f"12 jobs of 0.4 s on 3 slots took {span:.1f} s"
+    assert server.available() == 3

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
+import fcntl
+import functools
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import termios
 import threading
 import time
 from pathlib import Path
@@ -70,7 +75,8 @@ def default_jobs(kind: str) -> int:
 
 
 class _JobBudget:
-    """The compiler jobs of one process, shared by its concurrent builds.
+    """The compiler jobs of one process, shared by its concurrent builds, when ninja cannot join
+    a jobserver (ninja < 1.13; `_Jobserver` is the better way).
 
     Each build's ``-j`` is what the cores and the free memory allow when it starts; builds
     started together (threads of one process, e.g. a thread pool prebuilding several modules)
@@ -78,7 +84,8 @@ class _JobBudget:
     machine (16 cores, 128 GB) seven CUTLASS modules built that way started some 70 compilers of
     2-4 GB each and had finished 6 of their 64 units after 560 s, where one such module alone
     builds in about 100 s. So a build takes its jobs from this budget, and waits while all of
-    them are taken.
+    them are taken. A grant is fixed for the build's life: a module that started while the others
+    held most jobs runs its units one or two at a time even after they finish.
     """
 
     def __init__(self) -> None:
@@ -103,19 +110,124 @@ class _JobBudget:
 _JOB_BUDGET = _JobBudget()
 
 
-def ninja_executable() -> str:
-    found = shutil.which("ninja")
-    if found:
-        return found
+class _Jobserver:
+    """A GNU make jobserver for the builds of one process: a FIFO holding ``limit`` one-byte
+    tokens. A build takes one token for ninja's first job and runs ninja (>= 1.13) without
+    ``-j`` and with MAKEFLAGS naming the FIFO; ninja takes a token for every further job and
+    puts it back when the job ends. So concurrent builds share ``limit`` jobs job by job: a
+    module of 14 units gets the cores the others leave, as they leave them, which the static
+    `_JobBudget` grant cannot do (on the H200 machine, five 14-unit CUTLASS modules built side
+    by side on static grants left one of them at 7 of 14 units after 370 s).
+
+    Tokens a killed ninja held are lost; whenever no build of this server is running, the pool
+    is topped up to ``limit`` again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._dir = tempfile.mkdtemp(prefix="oasr-jit-jobs-")
+        self.path = os.path.join(self._dir, "fifo")
+        os.mkfifo(self.path, 0o600)
+        self._fd = os.open(self.path, os.O_RDWR)  # both ends stay open: never EOF
+        self._lock = threading.Lock()
+        self._active = 0
+        os.write(self._fd, b"+" * limit)
+        atexit.register(self._remove)
+
+    def _remove(self) -> None:
+        """At exit: the FIFO and its directory go (the descriptor closes with the process)."""
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def makeflags(self) -> str:
+        return f"-j{self.limit} --jobserver-auth=fifo:{self.path}"
+
+    def available(self) -> int:
+        """Tokens in the FIFO now."""
+        count = bytearray(4)
+        fcntl.ioctl(self._fd, termios.FIONREAD, count)
+        return int.from_bytes(count, sys.byteorder)
+
+    def take(self) -> bytes:
+        """One token, waiting for it (blocks while ``limit`` jobs run)."""
+        token = os.read(self._fd, 1)
+        with self._lock:
+            self._active += 1
+        return token
+
+    def give(self, token: bytes) -> None:
+        with self._lock:
+            self._active -= 1
+            os.write(self._fd, token)
+            if self._active == 0:  # nothing runs: every token should be home
+                missing = self.limit - self.available()
+                if missing > 0:
+                    os.write(self._fd, b"+" * missing)
+
+
+_JOBSERVERS: dict[tuple[str, int], _Jobserver] = {}
+_JOBSERVERS_LOCK = threading.Lock()
+
+
+def _jobserver(kind: str, limit: int) -> _Jobserver | None:
+    """The process's jobserver for builds of ``kind``, made on first use with ``limit`` jobs
+    (None where a FIFO cannot be made). It keeps that size, since the free memory the limit
+    comes from moves while compilers run; a MAX_JOBS setting gets a pool of its own size."""
+    key = (kind, limit if os.environ.get("MAX_JOBS", "").strip() else 0)
+    with _JOBSERVERS_LOCK:
+        if key not in _JOBSERVERS:
+            try:
+                _JOBSERVERS[key] = _Jobserver(limit)
+            except OSError:
+                return None
+        return _JOBSERVERS[key]
+
+
+#: the first ninja release that joins a GNU make jobserver (MAKEFLAGS --jobserver-auth=fifo:)
+JOBSERVER_NINJA = (1, 13)
+
+
+def _ninja_version(path: str) -> tuple[int, int]:
+    """(major, minor) of a ninja binary; (0, 0) if it does not say."""
     try:
-        import ninja  # the PyPI wheel ships the binary
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+        major, minor = re.match(r"(\d+)\.(\d+)", out.stdout.strip()).groups()
+        return int(major), int(minor)
+    except (OSError, subprocess.SubprocessError, AttributeError):
+        return (0, 0)
+
+
+def _ninja_candidates() -> list[str]:
+    """PATH's ninja, then the PyPI wheel's (a dependency of oasr-jit)."""
+    found = []
+    on_path = shutil.which("ninja")
+    if on_path:
+        found.append(on_path)
+    try:
+        import ninja
 
         candidate = Path(ninja.BIN_DIR) / "ninja"
         if candidate.exists():
-            return str(candidate)
+            found.append(str(candidate))
     except ImportError:
         pass
-    raise RuntimeError("ninja not found: `pip install ninja`")
+    return found
+
+
+@functools.cache
+def _ninja() -> tuple[str, bool]:
+    """The ninja to run and whether it joins a jobserver: the first candidate that can, else
+    the first found."""
+    candidates = _ninja_candidates()
+    if not candidates:
+        raise RuntimeError("ninja not found: `pip install ninja`")
+    for path in candidates:
+        if _ninja_version(path) >= JOBSERVER_NINJA:
+            return path, True
+    return candidates[0], False
+
+
+def ninja_executable() -> str:
+    return _ninja()[0]
 
 
 _FAILED_RE = re.compile(r"^FAILED: (.*)$")
@@ -153,15 +265,31 @@ def run_build(plan, key_dir: Path) -> None:
     plan.write_sources_and_ninja(key_dir)
 
     kind = "host" if not spec.is_cuda else ("cutlass" if spec.use_cutlass else "cuda")
-    jobs = _JOB_BUDGET.take(len(spec.sources), default_jobs(kind))
-    try:
-        output, returncode = _run_ninja(
-            [ninja_executable(), "-C", str(key_dir), "-j", str(jobs)],
-            label=f"{spec.name}" + (f" for {plan.arch.sm}" if plan.arch else ""),
-            total_units=len(spec.sources) + 1,
-        )
-    finally:
-        _JOB_BUDGET.give_back(jobs)
+    label = f"{spec.name}" + (f" for {plan.arch.sm}" if plan.arch else "")
+    ninja, joins_jobserver = _ninja()
+    limit = default_jobs(kind)
+    server = _jobserver(kind, limit) if joins_jobserver else None
+    if server is not None:
+        token = server.take()
+        try:
+            output, returncode = _run_ninja(
+                [ninja, "-C", str(key_dir)],
+                label=label,
+                total_units=len(spec.sources) + 1,
+                makeflags=server.makeflags(),
+            )
+        finally:
+            server.give(token)
+    else:
+        jobs = _JOB_BUDGET.take(len(spec.sources), limit)
+        try:
+            output, returncode = _run_ninja(
+                [ninja, "-C", str(key_dir), "-j", str(jobs)],
+                label=label,
+                total_units=len(spec.sources) + 1,
+            )
+        finally:
+            _JOB_BUDGET.give_back(jobs)
     if returncode != 0:
         raise JitBuildError(spec.name, plan.key, _failing_command(output), output, _hint(plan))
     if not is_complete_shared_object(partial):
@@ -189,9 +317,16 @@ def _die_with_parent() -> None:
         pass
 
 
-def _run_ninja(argv: list[str], *, label: str, total_units: int) -> tuple[str, int]:
-    """Run ninja, collecting its output; past a few seconds, report progress on stderr."""
+def _run_ninja(
+    argv: list[str], *, label: str, total_units: int, makeflags: str | None = None
+) -> tuple[str, int]:
+    """Run ninja, collecting its output; past a few seconds, report progress on stderr.
+    ``makeflags``: the jobserver ninja joins (none: an outer MAKEFLAGS is not passed on, so
+    ninja keeps to its ``-j``)."""
     env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
+    env.pop("MAKEFLAGS", None)
+    if makeflags is not None:
+        env["MAKEFLAGS"] = makeflags
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
