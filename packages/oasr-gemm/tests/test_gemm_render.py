@@ -56,18 +56,20 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
 
 def test_production_and_tuning_specs():
     prod = _jit.gen_production_module()
-    assert prod.name == _jit.PRODUCTION_MODULE and prod.use_cutlass
+    assert prod.name == f"{_jit.PRODUCTION_MODULE}_fp16" and prod.use_cutlass
     names = [s.name for s in prod.sources if s.name.endswith(".cu")]
-    assert len(names) == 2 * len(configs.production_configs())
+    assert len(names) == len(configs.production_configs())  # one dtype per module
+    assert all(n.startswith("gemm_fp16_") for n in names)
+    assert _jit.gen_production_module("gelu", "bf16").name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16"
     first = configs.tuning_configs()[0]
     tune = _jit.gen_tuning_module(first, "bf16")
     assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
     assert [s.name for s in tune.sources if s.name.endswith(".cu")] == [f"gemm_bf16_{first.id}.cu"]
     swish = _jit.gen_tuning_module(first, "fp16", "swish")
     assert swish.name == f"oasr_gemm_tune_swish_fp16_{first.id}"
+    acts = ("", "relu_", "swish_", "gelu_", "gelu_tanh_")
     assert [s.name for s in _jit.production_specs(None)] == [
-        _jit.PRODUCTION_MODULE,
-        *(f"{_jit.PRODUCTION_MODULE}_{act}" for act in ("relu", "swish", "gelu", "gelu_tanh")),
+        *(f"{_jit.PRODUCTION_MODULE}_{act}{dt}" for act in acts for dt in ("fp16", "bf16")),
         _jit.BMM_MODULE,
         _jit.GROUP_MODULE,
         _jit.LOG_SOFTMAX_MODULE,

@@ -3,11 +3,11 @@ activation), from the template of the config's lane (sm90: TMA + wgmma; sm80: mm
 split-K / Stream-K); the activation is compiled into the epilogue
 (include/oasr/gemm/gemm_activation.cuh says why).
 
-    oasr_gemm          the production module: the default config, the basis and the configs the
-                       shipped tuning file names, fp16 and bf16, the identity epilogue (gemm:
-                       bias and C, no activation)
-    oasr_gemm_<act>    the same configs with activation <act> (relu, swish, gelu, gelu_tanh),
-                       built on the first gemm_activation call that asks for it
+    oasr_gemm_<dtype>        the production module of one dtype: the default config, the basis
+                             and the configs the shipped tuning file names, the identity
+                             epilogue (gemm: bias and C, no activation)
+    oasr_gemm_<act>_<dtype>  the same configs with activation <act> (relu, swish, gelu,
+                             gelu_tanh), built on the first gemm_activation call that asks for it
     oasr_gemm_tune[_<act>]_<dtype>_<c> one tuning config in one dtype (built when a tuning run or
                                a tuning entry asks for it: a tuning run measures fp16 only)
     oasr_gemm_bmm      bmm's general lane (CUTLASS 2.x): one unit per dtype and B layout
@@ -117,14 +117,18 @@ def gen_gemm_module(
     )
 
 
-def production_module_name(activation: str = "identity") -> str:
-    """``oasr_gemm`` for the identity, ``oasr_gemm_<act>`` for an activation."""
-    return PRODUCTION_MODULE + ("" if activation == "identity" else f"_{activation}")
+def production_module_name(activation: str = "identity", dtype: str = "fp16") -> str:
+    """``oasr_gemm_<dtype>`` for the identity, ``oasr_gemm_<act>_<dtype>`` for an activation.
+    One module per dtype: a model in one dtype builds half the units on first use."""
+    return f"{PRODUCTION_MODULE}_{_activation_tag(activation)}{dtype}"
 
 
-def gen_production_module(activation: str = "identity") -> JitSpec:
+def gen_production_module(activation: str = "identity", dtype: str = "fp16") -> JitSpec:
     return gen_gemm_module(
-        production_module_name(activation), production_configs(), activation=activation
+        production_module_name(activation, dtype),
+        production_configs(),
+        dtypes=(dtype,),
+        activation=activation,
     )
 
 
@@ -193,12 +197,12 @@ def gen_log_softmax_module() -> JitSpec:
 
 
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds: the GEMM production module and its activation
-    modules, bmm's, group_gemm's and gemm_log_softmax's row pass (sm90)."""
+    """The modules `oasr jit prebuild` builds: the GEMM production modules (plain and per
+    activation, per dtype), bmm's, group_gemm's and gemm_log_softmax's row pass (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
     return [
-        *(gen_production_module(act) for act in ACTIVATION_FUNCTORS),
+        *(gen_production_module(act, dtype) for act in ACTIVATION_FUNCTORS for dtype in DTYPES),
         gen_bmm_module(),
         gen_group_module(),
         gen_log_softmax_module(),
@@ -206,8 +210,8 @@ def production_specs(arch) -> list[JitSpec]:
 
 
 @functools.cache
-def production_module(activation: str = "identity"):
-    return gen_production_module(activation).build_and_load()
+def production_module(activation: str = "identity", dtype: str = "fp16"):
+    return gen_production_module(activation, dtype).build_and_load()
 
 
 @functools.cache

@@ -105,7 +105,7 @@ def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
 @functools.cache
 def _module(config: GemmConfig | Sm80Config, dtype, activation: str):
     if config in production_configs():
-        return _jit.production_module(activation)
+        return _jit.production_module(activation, _DTYPE_TAGS[dtype])
     return _jit.tuning_module(config, _DTYPE_TAGS[dtype], activation)
 
 
