@@ -3,11 +3,12 @@
 // Sessions 4-6 shipped one kernel per config with LinCombPerColBiasEltAct and a run-time
 // activation switch (RuntimeActivation below), also for a plain GEMM; session 7 compiles the
 // activation in, on this probe's evidence. One tile structure per executable (-DSTRUCT=n),
-// timed with seven epilogues on random fp16 data:
+// timed with nine epilogues on random fp16 data:
 //   0 plain LinearCombination                     4 bias + Swish compiled in (the package's)
 //   1 bias + Identity compiled in                 5 bias + Swish as x/2 (1 + tanh.approx(x/2))
 //   2 run-time switch: identity, no bias          6 bias + Swish: ex2.approx, Newton reciprocal
-//   3 run-time switch: swish, bias
+//   3 run-time switch: swish, bias                7 bias + exact GELU, erff (the package's)
+//                                                 8 bias + exact GELU through erfc (session 8)
 // The three Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
 // the worst error in units of the fp16 spacing at the exact value (what rounding to fp16 sees).
 // Build: see README.md.
@@ -106,6 +107,32 @@ using Swish1 = SwishFn<1>::Op<V>;
 template <class V>
 using Swish2 = SwishFn<2>::Op<V>;
 
+// Exact GELU as x * erfc(-x / sqrt 2) / 2 with a branch-free Chebyshev erfc: the form of
+// packages/oasr-norm/benchmarks/experiments/gelu_erfc.cu (which checks its accuracy: for fp16 /
+// bf16 outputs it is closer to float64 GELU than erff's form).
+struct GeluErfc {
+  CUTLASS_DEVICE float operator()(float x) const {
+    const float z = fabsf(x) * 0.70710678118654752f;
+    const float t = __fdividef(1.0f, fmaf(0.5f, z, 1.0f));
+    float p = 0.17087277f;
+    p = fmaf(p, t, -0.82215223f);
+    p = fmaf(p, t, 1.48851587f);
+    p = fmaf(p, t, -1.13520398f);
+    p = fmaf(p, t, 0.27886807f);
+    p = fmaf(p, t, -0.18628806f);
+    p = fmaf(p, t, 0.09678418f);
+    p = fmaf(p, t, 0.37409196f);
+    p = fmaf(p, t, 1.00002368f);
+    p = fmaf(p, t, -1.26551223f);
+    const float half_erfc = 0.5f * t * __expf(fmaf(-z, z, p));
+    return x * (x >= 0.0f ? 1.0f - half_erfc : half_erfc);
+  }
+};
+template <class V>
+using GeluErff = oasr::gemm::GeluAct<V>;
+template <class V>
+using GeluErfcAct = oasr::gemm::Elementwise<GeluErfc>::Op<V>;
+
 template <int kKind>
 struct FusionOf {
   template <template <class> class Act>
@@ -116,8 +143,13 @@ struct FusionOf {
           kKind == 1, BiasAct<cutlass::epilogue::thread::Identity>,
           std::conditional_t<
               kKind == 2 || kKind == 3, BiasAct<RuntimeActivation>,
-              std::conditional_t<kKind == 4, BiasAct<Swish0>,
-                                 std::conditional_t<kKind == 5, BiasAct<Swish1>, BiasAct<Swish2>>>>>>;
+              std::conditional_t<
+                  kKind == 4, BiasAct<Swish0>,
+                  std::conditional_t<
+                      kKind == 5, BiasAct<Swish1>,
+                      std::conditional_t<kKind == 6, BiasAct<Swish2>,
+                                         std::conditional_t<kKind == 7, BiasAct<GeluErff>,
+                                                            BiasAct<GeluErfcAct>>>>>>>>;
 };
 
 template <int TM, int TN, int CM, bool kCoop, int kKind>
@@ -248,15 +280,15 @@ int main() {
   printf("%s. Swish forms' worst error in fp16 ulps on [-30, 30]: production %.3f, tanh %.3f, "
          "ex2+newton %.3f\n",
          NAME, swish_error_ulp16<0>(), swish_error_ulp16<1>(), swish_error_ulp16<2>());
-  printf("%-18s %8s %8s %8s %8s %8s %8s %8s  (us)\n", "M x N x K", "plain", "b+id", "rt id",
-         "rt swish", "swish", "tanh", "ex2+nr");
+  printf("%-18s %8s %8s %8s %8s %8s %8s %8s %8s %8s  (us)\n", "M x N x K", "plain", "b+id",
+         "rt id", "rt swish", "swish", "tanh", "ex2+nr", "gelu erf", "gelu erfc");
   for (auto& s : shapes) {
     const int m = s[0], n = s[1], k = s[2];
     const float scale = 2.0f / std::sqrt(float(k)) * 1.7f;
     fill_random<<<1024, 256>>>(a, size_t(m) * k, 1234u + k, 1.0f);
     fill_random<<<1024, 256>>>(b, size_t(n) * k, 99u + n, scale);
     fill_random<<<64, 256>>>(bias, 8192, 7u, 1.0f);
-    float t[7];
+    float t[9];
     t[0] = V<0>::time(m, n, k, a, b, bias, d, sms);
     t[1] = V<1>::time(m, n, k, a, b, bias, d, sms);
     t[2] = V<2>::time(m, n, k, a, b, bias, d, sms);
@@ -264,10 +296,12 @@ int main() {
     t[4] = V<4>::time(m, n, k, a, b, bias, d, sms);
     t[5] = V<5>::time(m, n, k, a, b, bias, d, sms);
     t[6] = V<6>::time(m, n, k, a, b, bias, d, sms);
+    t[7] = V<7>::time(m, n, k, a, b, bias, d, sms);
+    t[8] = V<8>::time(m, n, k, a, b, bias, d, sms);
     char shape[32];
     snprintf(shape, sizeof shape, "%dx%dx%d", m, n, k);
-    printf("%-18s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", shape, t[0], t[1], t[2], t[3],
-           t[4], t[5], t[6]);
+    printf("%-18s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", shape, t[0], t[1],
+           t[2], t[3], t[4], t[5], t[6], t[7], t[8]);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
