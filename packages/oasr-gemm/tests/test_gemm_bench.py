@@ -43,6 +43,9 @@ def test_asr_grid_and_counts():
     assert big.bytes_moved == 2 * (48000 * 1280 + 3840 * 1280 + 48000 * 3840 + 3840)
     # each case says which kernel the selection runs (a pure function: no GPU needed)
     assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "t128x128x64_c1x1_pp (system)"
+    # one utterance's fused FFN runs the sm80 lane (the shipped tuning data's choice at M <= 256)
+    one = by_name["gemm_activation fp16 250x2048x256+swish"]
+    assert one.ran({"A": torch.empty(0, dtype=torch.float16)}) == "s80_t64x64x64_w32x32_s4 (system)"
     small = by_name["gemm fp16 64x2048x512"]
     assert small.ran({"A": torch.empty(0, dtype=torch.float16)}) == "cuBLAS (system)"
     head = by_name["gemm_log_softmax bf16 8000x8404x512"]

@@ -37,6 +37,7 @@ GEMM_SHAPES = (
 )
 #: (M, N, K, activation) of FFN up-projections with the activation fused
 ACTIVATION_SHAPES = (
+    (250, 2048, 256, "swish"),  # one utterance (WeNet-S FFN, T 250, batch 1)
     (8000, 2048, 256, "swish"),
     (32000, 2048, 512, "swish"),
     (16000, 4096, 1024, "swish"),
