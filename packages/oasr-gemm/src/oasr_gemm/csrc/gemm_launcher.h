@@ -126,12 +126,16 @@ int64_t gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int64_t device) {
   if (m == 0 || n == 0 || k == 0) return 0;
   int current = 0;
   check_cuda_status(cudaGetDevice(&current), "cudaGetDevice");
-  if (current != device) check_cuda_status(cudaSetDevice(static_cast<int>(device)), "cudaSetDevice");
+  if (current != device) {
+    check_cuda_status(cudaSetDevice(static_cast<int>(device)), "cudaSetDevice");
+  }
   GemmProblem<T> p{};
   p.m = static_cast<int>(m), p.n = static_cast<int>(n), p.k = static_cast<int>(k);
   p.lda = k, p.ldb = k, p.ldd = n;
   const size_t bytes = Gemm::workspace_bytes(p);
-  if (current != device) check_cuda_status(cudaSetDevice(current), "cudaSetDevice");
+  if (current != device) {
+    check_cuda_status(cudaSetDevice(current), "cudaSetDevice");
+  }
   return static_cast<int64_t>(bytes);
 }
 
