@@ -87,8 +87,9 @@ def _check_log_probs(log_probs, layout: str) -> None:
         )
     if log_probs.device.type != "cpu":
         raise ValueError(
-            f"log_probs is on {log_probs.device}; the CPU decoders take CPU tensors: call .cpu() "
-            "(the GPU decoders are not available yet)"
+            f"log_probs is on {log_probs.device}; the CPU decoders take CPU tensors: call .cpu(), "
+            "or decode on the GPU (ctc_greedy_decode, ctc_beam_search_decode, "
+            "GpuStreamingDecoder)"
         )
     if log_probs.dtype != torch.float32:
         raise TypeError(
