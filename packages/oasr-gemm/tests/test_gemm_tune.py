@@ -17,6 +17,9 @@ def test_the_gate_keeps_the_default_unless_beaten_clearly():
     assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 9.6, "torch": 12.0}) == "default"
     assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 9.0, "torch": 12.0}) == SMALL.id
     assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 11.0, "torch": 8.0}) == "torch"
+    # cuBLAS wins whenever it is the fastest: no gate protects our kernel against it
+    assert tune.winner({DEFAULT.id: 10.0, SMALL.id: 11.0, "torch": 9.9}) == "torch"
+    assert tune.winner({"torch": 10.0, DEFAULT.id: 10.0}) == "default"  # a tie keeps ours
 
 
 def test_regions_merge_runs_and_stay_closed():
