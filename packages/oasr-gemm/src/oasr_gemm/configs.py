@@ -132,7 +132,6 @@ MAX_CTA_SMEM = 232_448
 #: an mma.sync epilogue stores 8-element (16-byte) vectors with a warp's 32 lanes along N; a
 #: narrower tile leaves lanes without columns, and CUTLASS does not check that (seed 000)
 MIN_SM80_TILE_N = 32
-_SPLIT_TAGS = {"serial": "serial", "parallel": "parallel", "streamk": "streamk"}
 
 
 @dataclass(frozen=True, order=True)
@@ -177,7 +176,7 @@ class Sm80Config:
             split, slices = "none", 1
             if rest:
                 split = rest[0].rstrip("0123456789")
-                if split not in _SPLIT_TAGS:
+                if split not in ("serial", "parallel", "streamk"):
                     raise ValueError
                 if split != "streamk":
                     slices = int(rest[0][len(split) :])
@@ -293,12 +292,17 @@ def _space() -> list:
     return sm90 + sm80
 
 
-def all_configs() -> list:
-    """Every buildable config: the sm90 lane's, then the sm80 lane's, each sorted."""
-    built = [c for c in _space() if reject_reason(c) is None]
+def _buildable_by_lane(configs) -> list:
+    """The buildable ones of ``configs``: the sm90 lane's, then the sm80 lane's, each sorted."""
+    built = [c for c in configs if reject_reason(c) is None]
     return sorted(c for c in built if c.lane == LANE) + sorted(
         c for c in built if c.lane == SM80_LANE
     )
+
+
+def all_configs() -> list:
+    """Every buildable config: the sm90 lane's, then the sm80 lane's, each sorted."""
+    return _buildable_by_lane(_space())
 
 
 def rejected_configs() -> dict[str, str]:
@@ -316,9 +320,7 @@ def _shipped_configs() -> list:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("oasr-gemm: shipped tuning file %s skipped: %s", SHIPPED_DB, exc)
         return []
-    return sorted(c for c in configs if reject_reason(c) is None and c.lane == LANE) + sorted(
-        c for c in configs if reject_reason(c) is None and c.lane == SM80_LANE
-    )
+    return _buildable_by_lane(configs)
 
 
 @functools.cache

@@ -226,10 +226,6 @@ def _ninja() -> tuple[str, bool]:
     return candidates[0], False
 
 
-def ninja_executable() -> str:
-    return _ninja()[0]
-
-
 _FAILED_RE = re.compile(r"^FAILED: (.*)$")
 
 
