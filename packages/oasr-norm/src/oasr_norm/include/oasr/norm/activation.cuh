@@ -31,10 +31,12 @@
 namespace oasr::norm {
 
 constexpr int kActivationThreads = 128;
-// Bytes per thread: two 128-bit vectors (one GLU pair). 128 threads with 32 bytes each leave the
-// kernels under 48 registers, so 16 blocks fit an SM; 64 bytes per thread or 256-thread blocks
+// Bytes per thread: two 128-bit vectors (one GLU pair); 64 bytes per thread or 256-thread blocks
 // were 2-8% slower on the transcendental ops.
 constexpr int kActivationStepBytes = 32;
+// 16 blocks, a full SM of 2048 threads: ptxas holds the kernels at 32 registers (none spill;
+// GELU took 39-45 and 10-12 resident blocks without the bound and the loop-free chunk below).
+constexpr int kActivationMinBlocks = 2048 / kActivationThreads;
 
 template <typename Slot>
 inline constexpr int kStepSlots =
@@ -54,31 +56,30 @@ struct GluArgs {
   int64_t rows, cols, x_stride;
 };
 
-// Visits every index in [0, count) in chunks of kStepSlots<Slot> * blockDim.x, one chunk per
-// block (the loop repeats only if the grid was capped): `load(i, slot)` for each of the thread's
-// indices (blockDim.x apart) first, then `store(i, slot)`.
+// Visits this block's chunk of [0, count): kStepSlots<Slot> * kActivationThreads consecutive
+// indices, `load(i, slot)` for each of the thread's indices (kActivationThreads apart) first,
+// then `store(i, slot)`. No grid-stride loop: with it (and blockDim.x for the stride) the 16-bit
+// kernels took 40-45 registers instead of 31, and GELU / tanh ran 4-13% slower on the H200
+// (benchmarks/experiments/activation_math.cu).
 template <typename Slot, typename Load, typename Store>
 OASR_DEVICE void chunked_steps(int64_t count, Load&& load, Store&& store) {
   constexpr int kSlots = kStepSlots<Slot>;
-  const int64_t chunk = int64_t(blockDim.x) * kSlots;
-  for (int64_t base = int64_t(blockIdx.x) * chunk + threadIdx.x; base < count;
-       base += int64_t(gridDim.x) * chunk) {
-    Slot slots[kSlots];
+  const int64_t base = int64_t(blockIdx.x) * (kActivationThreads * kSlots) + threadIdx.x;
+  Slot slots[kSlots];
 #pragma unroll
-    for (int u = 0; u < kSlots; ++u) {
-      if (base + u * blockDim.x < count) load(base + u * blockDim.x, slots[u]);
-    }
+  for (int u = 0; u < kSlots; ++u) {
+    if (base + u * kActivationThreads < count) load(base + u * kActivationThreads, slots[u]);
+  }
 #pragma unroll
-    for (int u = 0; u < kSlots; ++u) {
-      if (base + u * blockDim.x < count) store(base + u * blockDim.x, slots[u]);
-    }
+  for (int u = 0; u < kSlots; ++u) {
+    if (base + u * kActivationThreads < count) store(base + u * kActivationThreads, slots[u]);
   }
 }
 
 // y = act(x) for the N-element vector index v of the output. kFlat: x is contiguous like the
 // output; otherwise v splits into (row, column vector) by vecs_per_row.
 template <Activation kAct, typename T, int N, bool kFlat>
-__global__ void __launch_bounds__(kActivationThreads)
+__global__ void __launch_bounds__(kActivationThreads, kActivationMinBlocks)
     activation_kernel(ActivationArgs<T> a, IndexDivmod vecs_per_row, int64_t num_vecs) {
   chunked_steps<Vec<T, N>>(
       num_vecs,
@@ -96,9 +97,11 @@ __global__ void __launch_bounds__(kActivationThreads)
         slot.store(a.out + v * N);
       });
   if constexpr (kFlat && N > 1) {
-    // The last (rows * cols) % N elements, one thread each.
-    const int64_t i = num_vecs * N + int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < a.rows * a.cols) a.out[i] = from_float<T>(activate<kAct>(to_float(a.x[i])));
+    // The last (rows * cols) % N elements, one thread of block 0 each.
+    if (blockIdx.x == 0 && threadIdx.x < a.rows * a.cols - num_vecs * N) {
+      const int64_t i = num_vecs * N + threadIdx.x;
+      a.out[i] = from_float<T>(activate<kAct>(to_float(a.x[i])));
+    }
   }
 }
 
@@ -109,7 +112,7 @@ struct GluSlot {
 
 // out[r, c] = x[r, c] * sigmoid(x[r, cols + c]) for the N-element vector index v of the output.
 template <typename T, int N>
-__global__ void __launch_bounds__(kActivationThreads)
+__global__ void __launch_bounds__(kActivationThreads, kActivationMinBlocks)
     glu_kernel(GluArgs<T> a, IndexDivmod vecs_per_row, int64_t num_vecs) {
   chunked_steps<GluSlot<T, N>>(
       num_vecs,
@@ -129,14 +132,15 @@ __global__ void __launch_bounds__(kActivationThreads)
       });
 }
 
-// One block per chunk of indices (at least one block: the flat kernel's tail), capped at the
-// largest grid.
+// One block per chunk of indices (at least one block: the flat kernel's tail). A grid past
+// 2^31 - 1 blocks (over 8 TB of 16-bit data) is refused, not walked.
 template <typename Slot, typename Kernel, typename Args>
 cudaError_t launch_chunked(Kernel kernel, const Args& a, IndexDivmod vecs_per_row,
                            int64_t num_vecs, cudaStream_t stream) {
   const int64_t chunks =
       ceil_div<int64_t>(num_vecs, int64_t(kActivationThreads) * kStepSlots<Slot>);
-  const dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(chunks, 1, INT32_MAX)));
+  if (chunks > INT32_MAX) return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(std::max<int64_t>(chunks, 1)));
   kernel<<<grid, kActivationThreads, 0, stream>>>(a, vecs_per_row, num_vecs);
   return cudaGetLastError();
 }
