@@ -190,6 +190,28 @@ def test_streaming_blank_frames_equal_cpu(beam):
     _assert_same_hyps(stream.result().to_hypotheses(), want, beam)
 
 
+def test_result_walks_pools_too_large_for_shared_memory():
+    """The result kernel copies a stream's nodes and links to shared memory when they fit
+    (about 14k of each on the H200) and walks them in global memory otherwise: beam 32 over
+    700 frames of smooth posteriors makes ~22k nodes, and the n-best must still equal the CPU's."""
+    props = torch.cuda.get_device_properties(0)
+    optin = getattr(props, "shared_memory_per_block_optin", 227 * 1024)
+    smem_entries = (optin - 1024) // 16  # ctc_cuda.cu, kResultSmemEntries
+    rng = random.Random(11)
+    S, T, V, beam = 2, 700, 100, 32
+    log_probs = torch.stack([random_log_probs(rng, T, V, "smooth", 0) for _ in range(S)])
+    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=4, max_frames=T)
+    for t in range(0, T, 100):
+        stream.accept(log_probs[:, t : t + 100].cuda())
+    _poison_allocator()
+    got = stream.result()
+    _assert_padding(got)
+    nodes = stream._state.counters[:, 1].tolist()  # ctc_cuda.cuh, Counter kNumNodes
+    assert min(nodes) > smem_entries, (nodes, smem_entries)  # the global-memory walk ran
+    want = dec.ctc_prefix_beam_search(log_probs, beam_size=beam, nbest=4)
+    _assert_same_hyps(got.to_hypotheses(), want, "global-memory pools")
+
+
 def test_beam_search_strided_input():
     """[T, B, V] transposed to [B, T, V] is read in place."""
     rng = random.Random(3)

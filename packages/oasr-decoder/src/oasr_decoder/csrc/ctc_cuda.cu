@@ -11,6 +11,7 @@
 // Stream ids and lengths live on the device: the kernels cannot raise, so out-of-range values
 // set a bit of the stream's status, which Python reads (oasr_decoder.ctc_cuda: check=True).
 #include <algorithm>
+#include <atomic>
 
 #include "oasr/common/arch_facts.h"
 #include "oasr/decoder/ctc_cuda.cuh"
@@ -133,6 +134,26 @@ decoder::HypothesisOut check_hypotheses(const DeviceScope& scope, const TensorVi
           static_cast<int32_t>(max_len)};
 }
 
+// Room in the result kernel's shared memory for a stream's pools of up to kResultSmemEntries nodes
+// and links (16 bytes each, in the opt-in shared memory); larger ones are walked in global memory.
+constexpr int32_t kResultSmemEntries =
+    (arch_facts(OASR_TARGET_SM).smem_per_block_optin_bytes - 1024) / 16;
+constexpr size_t kResultSmemMaxBytes = size_t(kResultSmemEntries) * 4 * sizeof(int32_t);
+
+// Lets the result kernel take up to kResultSmemMaxBytes of dynamic shared memory on the current
+// device: once per device (the attribute belongs to the device's context), not on every call.
+// Two threads may both set it the first time; that is harmless.
+void allow_result_smem(int device) {
+  static std::atomic<bool> done[kMaxDevices] = {};
+  const bool known = device >= 0 && device < kMaxDevices;
+  if (known && done[device].load(std::memory_order_relaxed)) return;
+  check_cuda_status(cudaFuncSetAttribute(decoder::ctc_beam_result_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kResultSmemMaxBytes)),
+                    "ctc_beam_result kernel (shared memory)");
+  if (known) done[device].store(true, std::memory_order_relaxed);
+}
+
 // Blocks per stream for the per-slot loops of reset / rebuild.
 dim3 slot_grid(int64_t streams, int64_t slots) {
   const int64_t per_stream = std::min<int64_t>((slots + 255) / 256, 64);
@@ -243,18 +264,9 @@ void ctc_beam_result(TensorView tokens_out, TensorView frames_out, TensorView le
       check_hypotheses(scope, tokens_out, frames_out, lengths_out, scores_out, rows);
   check_int32_vector(scope, status_out, rows, "status_out");
   if (rows == 0) return;
-  // Room for a stream's pools of up to kResultSmemEntries nodes and links (16 bytes each, in
-  // the opt-in shared memory); larger ones are walked in global memory.
-  constexpr int32_t kResultSmemEntries =
-      (arch_facts(OASR_TARGET_SM).smem_per_block_optin_bytes - 1024) / 16;
   const int32_t smem_entries = std::min<int32_t>(st.capacity, kResultSmemEntries);
   const size_t smem = static_cast<size_t>(smem_entries) * 4 * sizeof(int32_t);
-  if (smem > 48 * 1024) {
-    check_cuda_status(cudaFuncSetAttribute(decoder::ctc_beam_result_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(smem)),
-                      "ctc_beam_result kernel (shared memory)");
-  }
+  if (smem > 48 * 1024) allow_result_smem(scope.device_id());
   decoder::ctc_beam_result_kernel<<<static_cast<unsigned>(rows), 128, smem, scope.stream()>>>(
       st, out, ids, reinterpret_cast<int32_t*>(data_bytes(status_out)), smem_entries);
   OASR_CHECK_LAUNCH("ctc_beam_result kernel");

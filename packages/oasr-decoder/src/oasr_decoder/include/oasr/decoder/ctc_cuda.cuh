@@ -258,7 +258,7 @@ struct AdvanceSmem {
   double sp_score[2 * kMaxBeam], sp_pb[2 * kMaxBeam], sp_pnb[2 * kMaxBeam];
   double sp_vb[2 * kMaxBeam], sp_vnb[2 * kMaxBeam];
   int32_t sp_chain_b[2 * kMaxBeam], sp_chain_parent[2 * kMaxBeam];  // see below
-  bool sp_valid[2 * kMaxBeam], sp_vnb_new[2 * kMaxBeam];
+  bool sp_vnb_new[2 * kMaxBeam];  // a special is valid (rankable) where its sp_score > -inf
   // L_y: the first `beam` regular extensions of entry y
   double ext_score[kMaxBeam][kMaxBeam];
   double ext_l[kMaxBeam][kMaxBeam];  // the token's log-prob (score = acoustic(y) + l)
@@ -282,6 +282,10 @@ __global__ void __launch_bounds__(kThreads)
   const StreamPools pools(st, s);
   double* probs = st.probs + s * 4 * beam;
   int32_t* entries = st.entries + s * 3 * beam;
+  // An entry's l_last: the log-prob of its last token at one frame (-inf for the empty prefix).
+  auto last_log_prob = [](const T* frame_log_probs, int32_t node, int32_t last) {
+    return node != 0 ? static_cast<double>(to_float(frame_log_probs[last])) : -INFINITY;
+  };
 
   int32_t len = in.lengths ? in.lengths[row] : in.num_frames;
   if (tid == 0) {
@@ -309,9 +313,7 @@ __global__ void __launch_bounds__(kThreads)
       sm.depth[0][tid] = pools.depth[n];
       // l_last for frame 0 (the entries' only), so frame 0 may take the blank-frame path
       if (len > 0 && tid < counters[kNumEntries]) {
-        const T* row0 = in.log_probs + row * in.stride_row;
-        sm.l_last[0][tid] =
-            n != 0 ? static_cast<double>(to_float(row0[pools.token[n]])) : -INFINITY;
+        sm.l_last[0][tid] = last_log_prob(in.log_probs + row * in.stride_row, n, pools.token[n]);
       }
     }
   }
@@ -413,8 +415,7 @@ __global__ void __launch_bounds__(kThreads)
       sm.sp_vnb_new[x] = true;
       sm.sp_chain_parent[x] = sm.chain_b[cur][i];
     }
-    sm.sp_valid[x] = valid;
-    if (!valid) sm.sp_score[x] = -INFINITY;  // below every ranked candidate
+    if (!valid) sm.sp_score[x] = -INFINITY;  // invalid: below every ranked candidate
     return valid;
   };
 
@@ -461,9 +462,7 @@ __global__ void __launch_bounds__(kThreads)
       if (tid < nb) {
         const int32_t i = tid;
         if (l_last_frame != t) {  // a frame after skipped frames
-          sm.l_last[cur][i] = sm.node[cur][i] != 0
-                                  ? static_cast<double>(to_float(row_lp[sm.last[cur][i]]))
-                                  : -INFINITY;
+          sm.l_last[cur][i] = last_log_prob(row_lp, sm.node[cur][i], sm.last[cur][i]);
         }
         link_entry(i, &sm.parent_idx[i], &sm.children[i]);
       }
@@ -557,7 +556,7 @@ __global__ void __launch_bounds__(kThreads)
       double score;
       int32_t y, e, list_pos = -1;
       if (x < num_special) {
-        if (!sm.sp_valid[x]) continue;
+        if (sm.sp_score[x] == -INFINITY) continue;  // invalid
         score = sm.sp_score[x];
         y = x / 2;
         e = x % 2 == 0 ? -1 : sm.last[cur][y];
@@ -613,7 +612,7 @@ __global__ void __launch_bounds__(kThreads)
       if (tie) {
         rank = list_pos >= 0 ? list_pos : 0;
         for (int32_t z = 0; z < num_special && rank < beam; ++z) {
-          if (z == x || !sm.sp_valid[z]) continue;
+          if (z == x || sm.sp_score[z] == -INFINITY) continue;
           const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
           rank += better(sm.sp_score[z], z / 2, ez, score, y, e);
         }
