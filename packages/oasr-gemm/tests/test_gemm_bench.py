@@ -35,6 +35,7 @@ def test_asr_grid_and_counts():
         "gemm_activation",
         "gemm_log_softmax",
         "bmm",
+        "bmm_aligned",
         "group_gemm",
     }
     by_name = {c.name: c for c in cases}

@@ -1,8 +1,10 @@
-"""`bmm`'s general lane on the GPU against an fp32 reference: the alignments the launcher picks
-(loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8), B
-contiguous along N or along K, broadcast batches, two batch dims that do not fold into one stride
-(either one outer), padded rows, more problems (and small-K rows) than a grid dimension holds,
-``out=``; refusals of a direct module call; CUDA-graph capture."""
+"""`bmm` on the GPU against an fp32 reference. The general lane: the alignments the launcher
+picks (loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8),
+B contiguous along N or along K, broadcast batches, two batch dims that do not fold into one
+stride (either one outer), padded rows, more problems (and small-K rows) than a grid dimension
+holds, ``out=``. The tuned lane (sm90): each tile of the ladder, both B layouts, odd M, one and
+many problems, the cases that must stay on the general lane. Refusals of a direct module call;
+CUDA-graph capture of both lanes."""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def _check(A, B, dtype, **kw):
 
 # (L, M, K, N): the kernel and (load, store) alignments the launcher picks, for B along K / N
 SHAPES = [
-    (4, 64, 32, 256),  # (8, 8) both: tensor cores, 16-byte pieces
+    (4, 64, 32, 256),  # (8, 8) both: the tuned lane
     (6, 250, 32, 12),  # (8, 4) / (4, 4): N 12 (Zipformer value head)
     (6, 30, 250, 12),  # (2, 4) / (2, 4): K 250 (attention weights · values)
     (8, 250, 32, 499),  # (8, 1) / SIMT: the odd position extent 2T - 1
@@ -85,7 +87,79 @@ def test_batch_dims_that_do_not_fold_and_padded_rows(dims, K, dtype):
 def test_more_problems_than_the_grid_z_dimension(K):
     dtype = torch.float16
     A = _randn(70000, 2, K, dtype=dtype)
-    B = _randn(70000, K, 8, dtype=dtype, seed=1)
+    B = _randn(70000, K, 6, dtype=dtype, seed=1)  # N 6: the general lane (the tuned one below)
+    assert oasr_gemm.bmm_lane(A, B) == ("small_k" if K == 8 else "sm80 2/2")
+    _check(A, B, dtype)
+
+
+# (L, M, K, N) -> the tuned tile the ladder picks on 132 SMs: the largest whose grid fills them,
+# among those no larger than the problem (rounded up to 64)
+TUNED = [
+    ((16, 1024, 64, 1024), "t128x128x64_c1x1_coop"),  # 1024 tiles
+    ((64, 250, 64, 256), "t128x128x64_c1x1_coop"),  # odd M: 256 tiles
+    ((1, 8000, 512, 256), "t64x128x64_c1x1_pp"),  # one problem: 126 tiles of 128 x 128
+    ((4, 512, 128, 256), "t64x64x64_c1x1_pp"),  # no tile fills 132 SMs: the smallest
+    ((8, 256, 256, 64), "t64x64x64_c1x1_pp"),  # attention weights · values, head dim 64
+    ((70000, 2, 16, 8), "t64x64x64_c1x1_pp"),  # tiny problems, more than a grid dimension
+]
+
+
+def _expected_tile(L, M, N, sms):
+    """configs.BMM_TUNED's ladder, as bmm_launcher.h's pick_tuned."""
+    from oasr_gemm.configs import BMM_TUNED
+
+    for config in BMM_TUNED:
+        if config.tile_m > -(-M // 64) * 64 or config.tile_n > -(-N // 64) * 64:
+            continue
+        if -(-M // config.tile_m) * -(-N // config.tile_n) * L >= sms:
+            return config.id
+    return BMM_TUNED[-1].id
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [s for s, _ in TUNED], ids=str)
+@pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
+def test_tuned_lane(shape, b_layout, dtype):
+    L, M, K, N = shape
+    A = _randn(L, M, K, dtype=dtype)
+    if b_layout == "b_row":
+        B = _randn(L, K, N, dtype=dtype, seed=1, scale=K**-0.5)
+    else:
+        B = _randn(L, N, K, dtype=dtype, seed=1, scale=K**-0.5).transpose(-1, -2)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert oasr_gemm.bmm_lane(A, B) == f"sm90 {_expected_tile(L, M, N, sms)}"
+    _check(A, B, dtype)
+
+
+def test_tuned_lane_tile_ladder_on_the_h200():
+    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the expected tiles are for 132 SMs")
+    for (L, M, K, N), tile in TUNED:
+        assert _expected_tile(L, M, N, 132) == tile, (L, M, K, N)
+        A = _randn(L, M, K, dtype=torch.float16)
+        B = _randn(L, K, N, dtype=torch.float16, seed=1)
+        assert oasr_gemm.bmm_lane(A, B) == f"sm90 {tile}", (L, M, K, N)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["broadcast_b", "unaligned_pointer", "two_batch_dims_not_folding", "n_not_multiple_of_8"],
+)
+def test_what_stays_on_the_general_lane(case):
+    dtype = torch.bfloat16
+    A, B = _randn(4, 128, 64, dtype=dtype), _randn(4, 64, 128, dtype=dtype, seed=1, scale=0.1)
+    if case == "broadcast_b":
+        B = B[:1].expand(4, 64, 128)
+    elif case == "unaligned_pointer":
+        A = _randn(4 * 128 * 64 + 8, dtype=dtype)[8:].view(4, 128, 64)  # 16-byte aligned: tuned
+        assert oasr_gemm.bmm_lane(A, B).startswith("sm90")
+        A = _randn(4 * 128 * 64 + 4, dtype=dtype)[4:].view(4, 128, 64)  # 8 bytes: general
+    elif case == "two_batch_dims_not_folding":
+        A = _randn(4, 2, 128, 64, dtype=dtype).transpose(0, 1)
+        B = _randn(2, 4, 64, 128, dtype=dtype, seed=1, scale=0.1)
+    else:
+        B = B[..., :124]
+    assert oasr_gemm.bmm_lane(A, B).startswith(("sm80", "simt")), case
     _check(A, B, dtype)
 
 
@@ -129,11 +203,13 @@ def test_direct_module_call_refusals():
     torch.cuda.synchronize()
 
 
-def test_graph_capture():
+@pytest.mark.parametrize("N", [250, 256], ids=["general", "tuned"])
+def test_graph_capture(N):
     dtype = torch.float16
     A = _randn(8, 250, 32, dtype=dtype)
-    B = _randn(8, 250, 32, dtype=dtype, seed=1, scale=0.2).transpose(-1, -2)
-    out = torch.empty(8, 250, 250, device="cuda", dtype=dtype)
+    B = _randn(8, N, 32, dtype=dtype, seed=1, scale=0.2).transpose(-1, -2)
+    assert oasr_gemm.bmm_lane(A, B).startswith("sm90" if N == 256 else "sm80")
+    out = torch.empty(8, 250, N, device="cuda", dtype=dtype)
     oasr_gemm.bmm(A, B, out=out)  # builds and loads the module outside the capture
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

@@ -2,7 +2,8 @@
 plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine; the
 plain module also links an sm80 unit, as the production module does), the
 sm80 lane's four ways of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS
-2.x general lane (its 13 alignment pairs and the small-K kernel, about 35 s), one of group_gemm
+2.x general lane (its 13 alignment pairs and the small-K kernel, about 35 s) with one unit of its
+sm90 tuned lane, one of group_gemm
 (about 15 s) and gemm_log_softmax's row pass (the shared softmax kernels, about 30 s)."""
 
 from __future__ import annotations
@@ -56,8 +57,13 @@ def test_each_sm80_split_compiles_for_sm90a(hopper):
 
 
 def test_a_bmm_unit_compiles_for_sm90a(hopper):
-    spec = _jit.gen_bmm_module("oasr_gemm_bmm_smoke", ("bf16",), ("b_col",))
-    assert [s.name for s in spec.sources if s.name.endswith(".cu")] == ["bmm_bf16_b_col.cu"]
+    """The launcher unit (the general lane) with one tuned-lane unit (the sm90 template)."""
+    tuned = configs.BMM_TUNED[-1]
+    spec = _jit.gen_bmm_module("oasr_gemm_bmm_smoke", ("bf16",), ("b_col",), (tuned,))
+    assert [s.name for s in spec.sources if s.name.endswith(".cu")] == [
+        f"bmm_bf16_b_col_{tuned.id}.cu",
+        "bmm_bf16_b_col.cu",
+    ]
     assert is_complete_shared_object(spec.build())
 
 

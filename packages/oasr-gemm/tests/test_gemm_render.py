@@ -76,16 +76,39 @@ def test_production_and_tuning_specs():
     ]
 
 
-def test_bmm_units_one_per_dtype_and_b_layout():
+def test_bmm_units_per_dtype_and_b_layout():
+    """A launcher unit (with the general lane) per (dtype, B layout), and a unit per tuned
+    config, which the launcher lists largest tile first."""
     spec = _jit.gen_bmm_module()
     rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    pairs = [(d, lay) for d in ("fp16", "bf16") for lay in ("b_row", "b_col")]
+    tuned = [c.id for c in configs.BMM_TUNED]
     assert sorted(rendered) == sorted(
-        f"bmm_{d}_{lay}.cu" for d in ("fp16", "bf16") for lay in ("b_row", "b_col")
+        [f"bmm_{d}_{lay}.cu" for d, lay in pairs]
+        + [f"bmm_{d}_{lay}_{c}.cu" for d, lay in pairs for c in tuned]
     )
     text = rendered["bmm_bf16_b_col.cu"]
-    assert "launch_bmm<cutlass::bfloat16_t, false>" in text
+    assert "launch_bmm<T, false>" in text and "using T = cutlass::bfloat16_t;" in text
     assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(bmm_bf16_b_col, run);" in text
-    assert "launch_bmm<cutlass::half_t, true>" in rendered["bmm_fp16_b_row.cu"]
+    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(bmm_bf16_b_col_lane, lane);" in text
+    positions = [text.index(f'{{"{c}", ') for c in tuned]
+    assert positions == sorted(positions)  # largest tile first
+    assert "launch_bmm<T, true>" in rendered["bmm_fp16_b_row.cu"]
+    unit = rendered["bmm_fp16_b_row_t128x128x64_c1x1_coop.cu"]
+    assert "Sm90Bmm<cutlass::half_t, 128, 128, 64, true,\n                 true>" in unit
+    assert "LaunchResult bmm_fp16_b_row_t128x128x64_c1x1_coop(" in unit
+
+
+def test_bmm_tuned_configs_are_buildable_and_ordered():
+    areas = [c.tile_m * c.tile_n for c in configs.BMM_TUNED]
+    assert areas == sorted(areas, reverse=True)
+    assert all(configs.reject_reason(c) is None for c in configs.BMM_TUNED)
+
+
+def test_a_bmm_module_without_tuned_configs_has_no_table():
+    spec = _jit.gen_bmm_module("oasr_gemm_bmm_general", ("fp16",), ("b_row",), ())
+    (text,) = [s.text for s in spec.sources if getattr(s, "text", None)]
+    assert "kTuned = nullptr" in text and "kNumTuned = 0" in text
 
 
 def test_group_gemm_units_one_per_dtype():

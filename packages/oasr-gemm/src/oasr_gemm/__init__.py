@@ -21,7 +21,7 @@ from ._version import __version__  # noqa: F401
 _OPS = {
     **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
     "gemm_log_softmax": "head",
-    "bmm": "batched",
+    **dict.fromkeys(("bmm", "bmm_lane"), "batched"),
     "group_gemm": "grouped",
     **dict.fromkeys(
         ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"

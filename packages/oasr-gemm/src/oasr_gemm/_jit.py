@@ -10,7 +10,8 @@ split-K / Stream-K); the activation is compiled into the epilogue
                              gelu_tanh), built on the first gemm_activation call that asks for it
     oasr_gemm_tune[_<act>]_<dtype>_<c> one tuning config in one dtype (built when a tuning run or
                                a tuning entry asks for it: a tuning run measures fp16 only)
-    oasr_gemm_bmm      bmm's general lane (CUTLASS 2.x): one unit per dtype and B layout
+    oasr_gemm_bmm      bmm: per dtype and B layout, the launcher with the general lane (CUTLASS
+                       2.x) and a unit per config of the tuned lane (sm90, configs.BMM_TUNED)
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
     oasr_gemm_log_softmax  gemm_log_softmax's row pass (no CUTLASS): one unit
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from oasr_jit import JitSpec, gen_jinja_jit_spec, gen_jit_spec
 
-from .configs import SM80_LANE, GemmConfig, Sm80Config, production_configs
+from .configs import BMM_TUNED, SM80_LANE, GemmConfig, Sm80Config, production_configs
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
@@ -34,7 +35,8 @@ TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm90.cu.jinja"
 SM80_TEMPLATE = PACKAGE_DIR / "templates" / "gemm_sm80.cu.jinja"
 #: Sm80Config.split -> oasr::gemm::SplitK
 SPLIT_ENUMS = {"none": "kNone", "serial": "kSerial", "parallel": "kParallel", "streamk": "kStreamK"}
-BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm80.cu.jinja"
+BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm.cu.jinja"
+BMM_SM90_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm90.cu.jinja"
 GROUP_TEMPLATE = PACKAGE_DIR / "templates" / "group_gemm_sm80.cu.jinja"
 
 #: dtype tag -> CUTLASS element type
@@ -144,28 +146,52 @@ def gen_tuning_module(
 
 
 def bmm_function_name(dtype: str, b_layout: str) -> str:
-    """The exported function of bmm's general lane: ``bmm_fp16_b_row``."""
+    """The exported function of bmm for one dtype and B layout: ``bmm_fp16_b_row`` (and
+    ``bmm_fp16_b_row_lane``, the kernel a call would run)."""
     return f"bmm_{dtype}_{b_layout}"
 
 
+def bmm_tuned_function_name(dtype: str, b_layout: str, config: GemmConfig) -> str:
+    """The tuned-lane kernel of one config (a C++ symbol the launcher calls, not exported)."""
+    return f"bmm_{dtype}_{b_layout}_{config.id}"
+
+
 def gen_bmm_module(
-    name: str = BMM_MODULE, dtypes=tuple(DTYPES), layouts=tuple(BMM_B_LAYOUTS)
+    name: str = BMM_MODULE,
+    dtypes=tuple(DTYPES),
+    layouts=tuple(BMM_B_LAYOUTS),
+    tuned: tuple[GemmConfig, ...] = BMM_TUNED,
 ) -> JitSpec:
-    templates = [
-        (
-            f"{bmm_function_name(dtype, layout)}.cu",
-            BMM_TEMPLATE,
-            {
+    """Per (dtype, layout): the launcher unit (general lane) and one unit per tuned config."""
+    templates = []
+    for dtype in dtypes:
+        for layout in layouts:
+            base = {
                 "dtype": dtype,
                 "ctype": DTYPES[dtype],
                 "b_layout": layout,
                 "b_row_major": "true" if BMM_B_LAYOUTS[layout] else "false",
-                "function": bmm_function_name(dtype, layout),
-            },
-        )
-        for dtype in dtypes
-        for layout in layouts
-    ]
+            }
+            entries = []
+            for config in tuned:
+                function = bmm_tuned_function_name(dtype, layout, config)
+                entries.append(
+                    {"function": function, "id": config.id}
+                    | {"tile_m": config.tile_m, "tile_n": config.tile_n}
+                )
+                templates.append(
+                    (
+                        f"{function}.cu",
+                        BMM_SM90_TEMPLATE,
+                        base
+                        | render_context(config, dtype)
+                        | {"function": function, "config_id": config.id},
+                    )
+                )
+            function = bmm_function_name(dtype, layout)
+            templates.append(
+                (f"{function}.cu", BMM_TEMPLATE, base | {"function": function, "tuned": entries})
+            )
     return gen_jinja_jit_spec(
         name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
     )

@@ -1,4 +1,4 @@
-"""`bmm`: batched A · B with torch.matmul's batch broadcasting, on CUTLASS 2.x kernels.
+"""`bmm`: batched A · B with torch.matmul's batch broadcasting, on two lanes of CUTLASS kernels.
 
 A is ``[..., M, K]`` and B ``[..., K, N]``; their batch dims broadcast against each other
 (one or two of them after broadcasting), and the output is ``[*batch, M, N]``, new or ``out=``,
@@ -9,8 +9,11 @@ widths for loads and for stores (8, 4, 2 or 1 elements each) are the widest the 
 addresses and strides allow. What no
 kernel takes raises ValueError naming the fix; nothing falls back to PyTorch silently.
 
-This is the general lane (`docs/gemm.md`, "A plan for bmm"); the tuned sm90 lane for contiguous
-operands aligned to 8 elements is not built yet.
+Two lanes (`docs/gemm.md`, "bmm"): the tuned lane (sm90 TMA + wgmma, one launch over the
+batch) when every batch is stored (no broadcast), the batch dims fold into one stride per operand
+and pointers, strides and extents are multiples of 8 elements; the general lane (CUTLASS 2.x
+``mma.sync``, SIMT where loads are 1-element, a small-K kernel for K <= 8) for everything else.
+`bmm_lane` names the kernel a call would run.
 """
 
 from __future__ import annotations
@@ -100,7 +103,25 @@ def bmm(
     return out
 
 
+def bmm_lane(A: torch.Tensor, B: torch.Tensor) -> str:
+    """The kernel ``bmm(A, B)`` runs (nothing is launched): ``"sm90 <config id>"`` (the tuned
+    lane; the general lane runs instead if CUTLASS refuses the problem), ``"sm80 <load>/<store>"``
+    (the general lane's tensor-op kernel and its alignments), ``"simt"``, ``"small_k"`` or
+    ``"empty"``. Raises like `bmm` on a call it would refuse."""
+    _check(A, "A")
+    _check(B, "B", A.dtype)
+    require_cuda(A, "the bmm kernels")
+    _, a4, b4, b_layout = batch_views(A, B)
+    out = torch.empty(
+        a4.shape[0], a4.shape[1], A.shape[-2], B.shape[-1], dtype=A.dtype, device=A.device
+    )
+    if A.shape[-1] == 0:
+        return "empty"
+    return str(_kernel(_DTYPE_TAGS[A.dtype], b_layout, "_lane")(out, a4, b4))
+
+
 @functools.cache
-def _kernel(dtype: str, b_layout: str):
-    """The exported function of one (dtype, B layout), looked up once."""
-    return getattr(_jit.bmm_module(), _jit.bmm_function_name(dtype, b_layout))
+def _kernel(dtype: str, b_layout: str, suffix: str = ""):
+    """The exported function of one (dtype, B layout) (suffix "_lane": its dry run), looked up
+    once."""
+    return getattr(_jit.bmm_module(), _jit.bmm_function_name(dtype, b_layout) + suffix)

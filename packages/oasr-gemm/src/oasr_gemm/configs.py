@@ -252,6 +252,13 @@ def config_from_params(params: dict):
 DEFAULT = GemmConfig(128, 128, 64, 1, 1, "pingpong")
 #: compiled with the default into the production module: a small-M tile and a wide one
 BASIS = (GemmConfig(64, 128, 64, 1, 1, "pingpong"), GemmConfig(128, 256, 64, 1, 1, "cooperative"))
+#: bmm's tuned lane (sm90, batched), largest tile first: the launcher takes the largest whose grid
+#: fills the device (csrc/bmm_launcher.h, pick_tuned)
+BMM_TUNED = (
+    GemmConfig(128, 128, 64, 1, 1, "cooperative"),
+    GemmConfig(64, 128, 64, 1, 1, "pingpong"),
+    GemmConfig(64, 64, 64, 1, 1, "pingpong"),
+)
 
 
 def reject_reason(config) -> str | None:

@@ -1,8 +1,10 @@
-// The launcher of bmm's general lane (one rendered translation unit per dtype and B layout):
-// the checks, the batch folding, the alignment choice, the launches.
+// The launcher of bmm (one rendered translation unit per dtype and B layout): the checks, the
+// batch folding, the choice of lane and kernel, the launches.
 //
 // K <= kBmmSmallKMax runs the small-K kernel (plain FMAs, any alignment); larger K the CUTLASS
-// kernels.
+// kernels: the tuned lane (sm90 TMA + wgmma, bmm_sm90_template.cuh) when the batch folds into
+// one launch, no operand is broadcast over it and everything is aligned to 8 elements; else the
+// general lane (CUTLASS 2.x, bmm_sm80_template.cuh), which takes any alignment.
 //
 // out [B0, B1, M, N] (contiguous) = a [B0, B1, M, K] · b [B0, B1, K, N], where a and b are any
 // strided views (stride 0: a broadcast batch), a with a unit stride along K and b with a unit
@@ -10,6 +12,8 @@
 // without copies.
 #pragma once
 
+#include "oasr/common/arch_facts.h"
+#include "oasr/common/types.h"
 #include "oasr/gemm/bmm_sm80_template.cuh"
 #include "oasr/gemm/bmm_small_k.cuh"
 #include "tvm_ffi_utils.h"
@@ -17,9 +21,34 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 
 namespace oasr::gemm {
+
+// One kernel of the tuned lane, as its rendered unit exports it (templates/bmm_sm90.cu.jinja).
+template <typename T>
+struct TunedBmm {
+  const char* id;  // the config id, e.g. t128x128x64_c1x1_coop
+  int tile_m, tile_n;
+  LaunchResult (*run)(const BmmProblem<T>&, cudaStream_t);
+};
+
+// The largest tile whose grid still fills the device (at least one CTA per SM), else the
+// smallest: these problems are small, and a grid that leaves SMs idle costs more than a small
+// tile's lower efficiency. A tile larger than the problem (rounded up to 64) in M or N only
+// computes padding, so it is passed over. `tuned` is ordered largest tile first.
+template <typename T>
+const TunedBmm<T>& pick_tuned(const TunedBmm<T>* tuned, int count, int64_t m, int64_t n,
+                              int64_t batch, int sms) {
+  for (int i = 0; i < count; ++i) {
+    const TunedBmm<T>& t = tuned[i];
+    if (t.tile_m > round_up<int64_t>(m, 64) || t.tile_n > round_up<int64_t>(n, 64)) continue;
+    const int64_t tiles = ceil_div<int64_t>(m, t.tile_m) * ceil_div<int64_t>(n, t.tile_n) * batch;
+    if (tiles >= sms) return t;
+  }
+  return tuned[count - 1];
+}
 
 // A stride that does not matter (its dim has one element) is 0, so it never limits the
 // alignment and a size-1 batch dim folds with anything.
@@ -70,8 +99,11 @@ void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_
   }
 }
 
+// Checks the call and launches it (or, with dry_run, only names the kernel it would launch):
+// returns "small_k", "sm90 <config id>", "sm80 <load>/<store>" (the alignments) or "simt".
 template <typename T, bool kBRowMajor>
-void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant) {
+std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant,
+                       const TunedBmm<T>* tuned, int num_tuned, bool dry_run = false) {
   DeviceScope scope(out);
   constexpr DLDataType kDtype = std::is_same_v<T, cutlass::half_t> ? kFloat16 : kBFloat16;
   check_dtype(out, {kDtype}, "out");
@@ -106,7 +138,7 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
   }
   check_no_overlap(out, "out", a, "A");
   check_no_overlap(out, "out", b, "B");
-  if (b0 * b1 * m * n == 0) return;
+  if (b0 * b1 * m * n == 0) return "empty";
   if (k == 0) TVM_FFI_THROW(ValueError) << "K is 0: the product is empty";
 
   BmmProblem<T> p{};
@@ -125,8 +157,10 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
     q.a_stride[0] = sa0, q.a_stride[1] = sa1;
     q.b_stride[0] = sb0, q.b_stride[1] = sb1;
     q.d_stride[0] = b1 * m * n, q.d_stride[1] = m * n;
-    check_cuda_status(run_bmm_small_k<T, kBRowMajor>(q, b0 * b1, scope.stream()), variant);
-    return;
+    if (!dry_run) {
+      check_cuda_status(run_bmm_small_k<T, kBRowMajor>(q, b0 * b1, scope.stream()), variant);
+    }
+    return "small_k";
   }
   // One batched launch of L problems when the two batch dims fold into one stride per operand
   // (the output is contiguous: it always folds); else a launch per index of the smaller batch
@@ -162,6 +196,37 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
   const T* a0 = reinterpret_cast<const T*>(data_bytes(a));
   const T* b0p = reinterpret_cast<const T*>(data_bytes(b));
   T* d0 = reinterpret_cast<T*>(data_bytes(out));
+  // The tuned lane: TMA reads 16-byte pieces at 16-byte strides, the batch (L) is one launch,
+  // and a broadcast operand (batch stride 0) stays on the general lane.
+  const bool broadcast = batch > 1 && (stride_a == 0 || stride_b == 0);
+  if (num_tuned > 0 && outer == 1 && align_ab == 8 && align_c == 8 && !broadcast &&
+      batch <= INT32_MAX) {
+    BmmProblem<T> q = p;
+    q.batch = static_cast<int>(batch);
+    q.a = a0, q.b = b0p, q.d = d0;
+    if (batch == 1) {  // a used batch stride, so TMA's descriptor gets a valid one
+      q.batch_stride_a = m * p.lda, q.batch_stride_b = (kBRowMajor ? k : n) * p.ldb;
+    }
+    q.device = scope.device_id();
+    q.num_sms = num_sms(q.device);
+    if (q.num_sms <= 0) TVM_FFI_THROW(RuntimeError) << "cannot read the SM count of the device";
+    const TunedBmm<T>& kernel = pick_tuned(tuned, num_tuned, m, n, batch, q.num_sms);
+    const std::string name = std::string("sm90 ") + kernel.id;
+    if (dry_run) return name;
+    switch (kernel.run(q, scope.stream())) {
+      case LaunchResult::kOk:
+        return name;
+      case LaunchResult::kUnsupported:  // CUTLASS refused it before launching: the general lane
+        break;
+      default:
+        check_cuda_status(cudaGetLastError(), variant);
+        TVM_FFI_THROW(RuntimeError) << variant << " " << name << " failed for M=" << m
+                                    << " N=" << n << " K=" << k << " batch=" << batch;
+    }
+  }
+  const std::string general =
+      align_ab >= 2 ? "sm80 " + std::to_string(align_ab) + "/" + std::to_string(align_c) : "simt";
+  if (dry_run) return general;
   constexpr int64_t kMaxBatch = 65535;  // gridDim.z
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t first = 0; first < batch; first += kMaxBatch) {
@@ -173,6 +238,7 @@ void launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant)
       dispatch_bmm<T, kBRowMajor>(q, align_ab, align_c, scope.stream(), variant);
     }
   }
+  return general;
 }
 
 }  // namespace oasr::gemm

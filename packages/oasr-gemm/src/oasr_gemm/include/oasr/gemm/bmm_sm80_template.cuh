@@ -22,18 +22,9 @@
 
 #include <type_traits>
 
-namespace oasr::gemm {
+#include "oasr/gemm/gemm_problem.h"
 
-// One batched problem, in elements; the launcher checked the alignment it was built for.
-template <typename T>
-struct BmmProblem {
-  const T* a;
-  const T* b;
-  T* d;
-  int m, n, k, batch;
-  int64_t lda, ldb, ldd;
-  int64_t batch_stride_a, batch_stride_b, batch_stride_d;
-};
+namespace oasr::gemm {
 
 template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC>
 struct Sm80Bmm {

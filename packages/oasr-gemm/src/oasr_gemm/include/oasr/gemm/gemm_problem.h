@@ -1,4 +1,4 @@
-// What every GEMM kernel template of the family takes: one problem, and the result of a launch.
+// What the GEMM kernel templates of the family take: one problem, and the result of a launch.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,19 @@ struct GemmProblem {
   // the sm80 lane's split-K / Stream-K scratch (null and 0 for the kernels that need none)
   void* workspace;
   size_t workspace_bytes;
+};
+
+// One batched problem of bmm, in elements: D[l] = A[l] · B[l] for l < batch, each operand with
+// its own batch stride (0: broadcast). The launcher checked the alignment a kernel was built for.
+template <typename T>
+struct BmmProblem {
+  const T* a;
+  const T* b;
+  T* d;
+  int m, n, k, batch;
+  int64_t lda, ldb, ldd;
+  int64_t batch_stride_a, batch_stride_b, batch_stride_d;
+  int device, num_sms;  // the sm90 lane's persistent scheduler
 };
 
 // The result of a launch attempt: kUnsupported when the config cannot implement the problem
