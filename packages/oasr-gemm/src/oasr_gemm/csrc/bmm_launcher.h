@@ -99,11 +99,21 @@ void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_
   }
 }
 
+// Which kernel a call runs: the launcher's choice, the general lane, or tuned kernel i >= 0
+// (for measuring the kernels against each other on one problem).
+constexpr int kBmmAuto = -1;
+constexpr int kBmmGeneral = -2;
+
 // Checks the call and launches it (or, with dry_run, only names the kernel it would launch):
 // returns "small_k", "sm90 <config id>", "sm80 <load>/<store>" (the alignments) or "simt".
 template <typename T, bool kBRowMajor>
 std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant,
-                       const TunedBmm<T>* tuned, int num_tuned, bool dry_run = false) {
+                       const TunedBmm<T>* tuned, int num_tuned, bool dry_run = false,
+                       int choice = kBmmAuto) {
+  if (choice < kBmmGeneral || choice >= num_tuned) {
+    TVM_FFI_THROW(ValueError) << "kernel choice " << choice << " is not -1 (auto), -2 (the "
+                              << "general lane) or a tuned kernel below " << num_tuned;
+  }
   DeviceScope scope(out);
   constexpr DLDataType kDtype = std::is_same_v<T, cutlass::half_t> ? kFloat16 : kBFloat16;
   check_dtype(out, {kDtype}, "out");
@@ -199,8 +209,13 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
   // The tuned lane: TMA reads 16-byte pieces at 16-byte strides, the batch (L) is one launch,
   // and a broadcast operand (batch stride 0) stays on the general lane.
   const bool broadcast = batch > 1 && (stride_a == 0 || stride_b == 0);
-  if (num_tuned > 0 && outer == 1 && align_ab == 8 && align_c == 8 && !broadcast &&
-      batch <= INT32_MAX) {
+  const bool tunable = num_tuned > 0 && outer == 1 && align_ab == 8 && align_c == 8 &&
+                       !broadcast && batch <= INT32_MAX;
+  if (choice >= 0 && !tunable) {
+    TVM_FFI_THROW(ValueError) << "the tuned lane cannot take this call (it needs one launch, no "
+                              << "broadcast batch, 8-element alignment)";
+  }
+  if (tunable && choice != kBmmGeneral) {
     BmmProblem<T> q = p;
     q.batch = static_cast<int>(batch);
     q.a = a0, q.b = b0p, q.d = d0;
@@ -210,13 +225,15 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
     q.device = scope.device_id();
     q.num_sms = num_sms(q.device);
     if (q.num_sms <= 0) TVM_FFI_THROW(RuntimeError) << "cannot read the SM count of the device";
-    const TunedBmm<T>& kernel = pick_tuned(tuned, num_tuned, m, n, batch, q.num_sms);
+    const TunedBmm<T>& kernel =
+        choice >= 0 ? tuned[choice] : pick_tuned(tuned, num_tuned, m, n, batch, q.num_sms);
     const std::string name = std::string("sm90 ") + kernel.id;
     if (dry_run) return name;
     switch (kernel.run(q, scope.stream())) {
       case LaunchResult::kOk:
         return name;
       case LaunchResult::kUnsupported:  // CUTLASS refused it before launching: the general lane
+        if (choice >= 0) TVM_FFI_THROW(ValueError) << name << " cannot implement this call";
         break;
       default:
         check_cuda_status(cudaGetLastError(), variant);
