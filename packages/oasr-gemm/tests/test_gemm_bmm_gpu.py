@@ -95,12 +95,12 @@ def test_more_problems_than_the_grid_z_dimension(K):
 # (L, M, K, N) -> the tuned tile the ladder picks on 132 SMs: the largest whose grid fills them,
 # among those no larger than the problem (rounded up to 64)
 TUNED = [
-    ((16, 1024, 64, 1024), "t128x128x64_c1x1_coop"),  # 1024 tiles
-    ((64, 250, 64, 256), "t128x128x64_c1x1_coop"),  # odd M: 256 tiles
-    ((1, 8000, 512, 256), "t64x128x64_c1x1_pp"),  # one problem: 126 tiles of 128 x 128
-    ((4, 512, 128, 256), "t64x64x64_c1x1_pp"),  # no tile fills 132 SMs: the smallest
-    ((8, 256, 256, 64), "t64x64x64_c1x1_pp"),  # attention weights · values, head dim 64
-    ((70000, 2, 16, 8), "t64x64x64_c1x1_pp"),  # tiny problems, more than a grid dimension
+    ((16, 1024, 64, 1024), "t128x128x64_c1x1_pp"),  # 1024 tiles
+    ((64, 250, 64, 256), "t128x128x64_c1x1_pp"),  # odd M: 256 tiles
+    ((1, 8000, 512, 256), "t128x64x64_c1x1_pp"),  # one problem: 126 tiles of 128 x 128
+    ((4, 512, 128, 256), "t128x64x64_c1x1_pp"),  # no tile fills 132 SMs: the smallest
+    ((8, 256, 256, 64), "t128x64x64_c1x1_pp"),  # attention weights · values, head dim 64
+    ((70000, 2, 16, 8), "t128x64x64_c1x1_pp"),  # tiny problems, more than a grid dimension
 ]
 
 

@@ -94,9 +94,9 @@ def test_bmm_units_per_dtype_and_b_layout():
     positions = [text.index(f'{{"{c}", ') for c in tuned]
     assert positions == sorted(positions)  # largest tile first
     assert "launch_bmm<T, true>" in rendered["bmm_fp16_b_row.cu"]
-    unit = rendered["bmm_fp16_b_row_t128x128x64_c1x1_coop.cu"]
-    assert "Sm90Bmm<cutlass::half_t, 128, 128, 64, true,\n                 true>" in unit
-    assert "LaunchResult bmm_fp16_b_row_t128x128x64_c1x1_coop(" in unit
+    unit = rendered["bmm_fp16_b_row_t128x128x64_c1x1_pp.cu"]
+    assert "Sm90Bmm<cutlass::half_t, 128, 128, 64, false,\n                 true>" in unit
+    assert "LaunchResult bmm_fp16_b_row_t128x128x64_c1x1_pp(" in unit
 
 
 def test_bmm_tuned_configs_are_buildable_and_ordered():

@@ -253,11 +253,14 @@ DEFAULT = GemmConfig(128, 128, 64, 1, 1, "pingpong")
 #: compiled with the default into the production module: a small-M tile and a wide one
 BASIS = (GemmConfig(64, 128, 64, 1, 1, "pingpong"), GemmConfig(128, 256, 64, 1, 1, "cooperative"))
 #: bmm's tuned lane (sm90, batched), largest tile first: the launcher takes the largest whose grid
-#: fills the device (csrc/bmm_launcher.h, pick_tuned)
+#: fills the device and that is no larger than the problem (csrc/bmm_launcher.h, pick_tuned).
+#: Chosen by benchmarks/experiments/bmm_tiles.py on the H200 (six tiles, attention products at
+#: T 256-1504 and batched projections): ping-pong 128 x 128 was the fastest wherever N > 64
+#: (its epilogue overlaps the other warpgroup's mainloop: K is 64 in q·kᵀ), and 128 x 64 within
+#: 5% of the best where N is 64 (attention weights · values)
 BMM_TUNED = (
-    GemmConfig(128, 128, 64, 1, 1, "cooperative"),
-    GemmConfig(64, 128, 64, 1, 1, "pingpong"),
-    GemmConfig(64, 64, 64, 1, 1, "pingpong"),
+    GemmConfig(128, 128, 64, 1, 1, "pingpong"),
+    GemmConfig(128, 64, 64, 1, 1, "pingpong"),
 )
 
 
