@@ -43,7 +43,10 @@ def test_asr_grid_and_counts():
     assert big.flops == 2 * 48000 * 3840 * 1280
     assert big.bytes_moved == 2 * (48000 * 1280 + 3840 * 1280 + 48000 * 3840 + 3840)
     # each case says which kernel the selection runs (a pure function: no GPU needed)
-    assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "t128x128x64_c1x1_pp (system)"
+    # cuBLAS: our kernel measured 1% faster there, inside the tuning's margin (tune.TORCH_MARGIN)
+    assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "cuBLAS (system)"
+    wide = by_name["gemm bf16 16000x4096x1024"]
+    assert wide.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "t128x128x64_c1x1_pp (system)"
     # one utterance's fused FFN runs the sm80 lane (the shipped tuning data's choice at M <= 256)
     one = by_name["gemm_activation fp16 250x2048x256+swish"]
     assert one.ran({"A": torch.empty(0, dtype=torch.float16)}) == "s80_t64x64x64_w32x32_s4 (system)"
