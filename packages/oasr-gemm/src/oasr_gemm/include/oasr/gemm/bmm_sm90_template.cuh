@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "oasr/gemm/gemm_problem.h"
+#include "oasr/gemm/sm90_kernel.cuh"
 
 namespace oasr::gemm {
 
@@ -32,12 +33,8 @@ struct Sm90Bmm {
   using ClusterShape = cute::Shape<cute::_1, cute::_1, cute::_1>;
   using LayoutB =
       std::conditional_t<kBRowMajor, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor>;
-  using KernelSchedule =
-      std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                         cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
-  using EpilogueSchedule =
-      std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                         cutlass::epilogue::TmaWarpSpecialized>;
+  using KernelSchedule = typename Sm90Schedules<kCooperative>::Kernel;
+  using EpilogueSchedule = typename Sm90Schedules<kCooperative>::Epilogue;
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, /*ElementC=*/void,
@@ -80,15 +77,7 @@ struct Sm90Bmm {
   }
 
   static LaunchResult run(const BmmProblem<T>& p, cudaStream_t stream) {
-    Adapter gemm;
-    const typename Adapter::Arguments args = arguments(p);
-    if (gemm.can_implement(args) != cutlass::Status::kSuccess) return LaunchResult::kUnsupported;
-    if (Adapter::get_workspace_size(args) != 0) return LaunchResult::kUnsupported;
-    if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {
-      return LaunchResult::kCudaError;
-    }
-    return gemm.run(stream) == cutlass::Status::kSuccess ? LaunchResult::kOk
-                                                         : LaunchResult::kCudaError;
+    return run_sm90<Adapter>(arguments(p), stream);
   }
 };
 

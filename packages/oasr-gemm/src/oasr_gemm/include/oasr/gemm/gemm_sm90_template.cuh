@@ -22,6 +22,7 @@
 
 #include "oasr/gemm/gemm_activation.cuh"
 #include "oasr/gemm/gemm_problem.h"
+#include "oasr/gemm/sm90_kernel.cuh"
 
 namespace oasr::gemm {
 
@@ -32,12 +33,8 @@ struct Sm90Gemm {
   static constexpr int kAlign = 16 / sizeof(T);
   using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
   using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::Int<kClusterN>, cute::_1>;
-  using KernelSchedule =
-      std::conditional_t<kCooperative, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                         cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
-  using EpilogueSchedule =
-      std::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
-                         cutlass::epilogue::TmaWarpSpecialized>;
+  using KernelSchedule = typename Sm90Schedules<kCooperative>::Kernel;
+  using EpilogueSchedule = typename Sm90Schedules<kCooperative>::Epilogue;
   using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<
       Activation, T, float, /*ElementBias=*/T, /*ElementSource=*/T, /*ElementScalar=*/float>;
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
@@ -79,17 +76,7 @@ struct Sm90Gemm {
   }
 
   static LaunchResult run(const GemmProblem<T>& p, cudaStream_t stream) {
-    Adapter gemm;
-    const typename Adapter::Arguments args = arguments(p);
-    if (gemm.can_implement(args) != cutlass::Status::kSuccess) return LaunchResult::kUnsupported;
-    // The persistent data-parallel scheduler needs no workspace; a config that did would need
-    // the caller to pass one.
-    if (Adapter::get_workspace_size(args) != 0) return LaunchResult::kUnsupported;
-    if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) {
-      return LaunchResult::kCudaError;
-    }
-    return gemm.run(stream) == cutlass::Status::kSuccess ? LaunchResult::kOk
-                                                         : LaunchResult::kCudaError;
+    return run_sm90<Adapter>(arguments(p), stream);
   }
 };
 
