@@ -104,8 +104,9 @@ void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_
 constexpr int kBmmAuto = -1;
 constexpr int kBmmGeneral = -2;
 
-// Checks the call and launches it (or, with dry_run, only names the kernel it would launch):
-// returns "small_k", "sm90 <config id>", "sm80 <load>/<store>" (the alignments) or "simt".
+// Checks the call and launches it; with dry_run, launches nothing and names the kernel it would
+// run: "small_k", "sm90 <config id>", "sm80 <load>/<store>" (the alignments), "simt" or "empty"
+// (the name is built only then: a launch returns an empty string).
 template <typename T, bool kBRowMajor>
 std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant,
                        const TunedBmm<T>* tuned, int num_tuned, bool dry_run = false,
@@ -148,7 +149,7 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
   }
   check_no_overlap(out, "out", a, "A");
   check_no_overlap(out, "out", b, "B");
-  if (b0 * b1 * m * n == 0) return "empty";
+  if (b0 * b1 * m * n == 0) return dry_run ? "empty" : "";
   if (k == 0) TVM_FFI_THROW(ValueError) << "K is 0: the product is empty";
 
   BmmProblem<T> p{};
@@ -167,10 +168,9 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
     q.a_stride[0] = sa0, q.a_stride[1] = sa1;
     q.b_stride[0] = sb0, q.b_stride[1] = sb1;
     q.d_stride[0] = b1 * m * n, q.d_stride[1] = m * n;
-    if (!dry_run) {
-      check_cuda_status(run_bmm_small_k<T, kBRowMajor>(q, b0 * b1, scope.stream()), variant);
-    }
-    return "small_k";
+    if (dry_run) return "small_k";
+    check_cuda_status(run_bmm_small_k<T, kBRowMajor>(q, b0 * b1, scope.stream()), variant);
+    return {};
   }
   // One batched launch of L problems when the two batch dims fold into one stride per operand
   // (the output is contiguous: it always folds); else a launch per index of the smaller batch
@@ -227,23 +227,25 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
     if (q.num_sms <= 0) TVM_FFI_THROW(RuntimeError) << "cannot read the SM count of the device";
     const TunedBmm<T>& kernel =
         choice >= 0 ? tuned[choice] : pick_tuned(tuned, num_tuned, m, n, batch, q.num_sms);
-    const std::string name = std::string("sm90 ") + kernel.id;
-    if (dry_run) return name;
+    if (dry_run) return std::string("sm90 ") + kernel.id;
     switch (kernel.run(q, scope.stream())) {
       case LaunchResult::kOk:
-        return name;
+        return {};
       case LaunchResult::kUnsupported:  // CUTLASS refused it before launching: the general lane
-        if (choice >= 0) TVM_FFI_THROW(ValueError) << name << " cannot implement this call";
+        if (choice >= 0) {
+          TVM_FFI_THROW(ValueError) << "sm90 " << kernel.id << " cannot implement this call";
+        }
         break;
       default:
         check_cuda_status(cudaGetLastError(), variant);
-        TVM_FFI_THROW(RuntimeError) << variant << " " << name << " failed for M=" << m
+        TVM_FFI_THROW(RuntimeError) << variant << " sm90 " << kernel.id << " failed for M=" << m
                                     << " N=" << n << " K=" << k << " batch=" << batch;
     }
   }
-  const std::string general =
-      align_ab >= 2 ? "sm80 " + std::to_string(align_ab) + "/" + std::to_string(align_c) : "simt";
-  if (dry_run) return general;
+  if (dry_run) {
+    return align_ab >= 2 ? "sm80 " + std::to_string(align_ab) + "/" + std::to_string(align_c)
+                         : "simt";
+  }
   constexpr int64_t kMaxBatch = 65535;  // gridDim.z
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t first = 0; first < batch; first += kMaxBatch) {
@@ -255,7 +257,7 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
       dispatch_bmm<T, kBRowMajor>(q, align_ab, align_c, scope.stream(), variant);
     }
   }
-  return general;
+  return {};
 }
 
 }  // namespace oasr::gemm
