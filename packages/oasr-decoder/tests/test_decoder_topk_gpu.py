@@ -91,7 +91,7 @@ KS = [1, 5, 16, 64, 128]
 def test_matches_reference(k, vocab, dtype):
     if k > vocab:
         pytest.skip("k > V is refused (tested below)")
-    x = _randn(37, vocab, dtype=dtype)  # 37 rows: a partial last block of 4 warps
+    x = _randn(37, vocab, dtype=dtype)  # 37 rows: a partial last block (8 / W rows per block)
     values, indices = _call(x, k)
     check_topk(x, k, values, indices)
     plain = oasr_decoder.topk(x, k)
@@ -176,6 +176,37 @@ def test_negative_nan_payloads_are_largest_and_kept():
     check_topk(x, 4, values, indices)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("warps_per_row", [1, 2, 4, 8])
+def test_every_team_width(warps_per_row, dtype):
+    """Each width of a row's team of warps on the same rows (the launcher picks one from the
+    number of rows): rows shorter than a team's first batch, misaligned rows, 13 rows (a partial
+    last block: idle teams), k up to the maximum, and blocks whose teams mix the overflow path
+    (constant rows) with the fast one."""
+    mod = _jit.topk_module()
+
+    def check(x, k):
+        values = poison_(torch.empty(*x.shape[:-1], k, dtype=dtype, device="cuda"))
+        indices = poison_(torch.empty(*x.shape[:-1], k, dtype=torch.int64, device="cuda"))
+        mod.topk(values, indices, x, k, warps_per_row)
+        check_topk(x, k, values, indices)
+
+    for vocab in (31, 501, 5000, 20000):
+        x = _randn(13, vocab + 3, dtype=dtype)[:, 3:]
+        for k in (1, 16, 128):
+            if k <= vocab:
+                check(x, k)
+    mixed = _randn(13, 5000, dtype=dtype)
+    mixed[::2] = 1.5  # every other row constant: more candidates than the buffer holds
+    for k in (5, 128):
+        check(mixed, k)
+    for name, x in _special_rows(5000, dtype).items():
+        try:
+            check(x, 16)
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {exc}") from exc
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_many_rows_ctc_shape(dtype):
     """The decoder's use: 16 utterances x 750 frames of V 5000 log-probs, k 10."""
@@ -236,7 +267,7 @@ def test_launcher_indices_only_and_int32():
     want = reference_topk(x, 16)[1]
     for idx_dtype in (torch.int32, torch.int64):
         indices = poison_(torch.empty(9, 16, dtype=idx_dtype, device="cuda"))
-        _jit.topk_module().topk(None, indices, x, 16)
+        _jit.topk_module().topk(None, indices, x, 16, 0)
         torch.testing.assert_close(indices.long().cpu(), want, rtol=0, atol=0)
 
 
@@ -307,22 +338,24 @@ def test_launcher_refusals():
     indices = torch.empty(4, 5, dtype=torch.int64, device="cuda")
     values = torch.empty(4, 5, device="cuda")
     with pytest.raises(ValueError, match="k must be at most 128"):
-        mod.topk(None, torch.empty(4, 129, dtype=torch.int64, device="cuda"), x, 129)
+        mod.topk(None, torch.empty(4, 129, dtype=torch.int64, device="cuda"), x, 129, 0)
+    with pytest.raises(ValueError, match=r"warps_per_row must be 0 \(choose\), 1, 2, 4 or 8"):
+        mod.topk(None, indices, x, 5, 3)
     with pytest.raises(ValueError, match="k must be at least 1"):
-        mod.topk(None, torch.empty(4, 0, dtype=torch.int64, device="cuda"), x, 0)
+        mod.topk(None, torch.empty(4, 0, dtype=torch.int64, device="cuda"), x, 0, 0)
     with pytest.raises(ValueError, match="k must be at most V"):
-        mod.topk(None, indices, x[:, :4], 5)
+        mod.topk(None, indices, x[:, :4], 5, 0)
     with pytest.raises(TypeError, match="indices has dtype float32"):
-        mod.topk(None, values, x, 5)
+        mod.topk(None, values, x, 5, 0)
     with pytest.raises(TypeError, match="values .* and x .* must have the same dtype"):
-        mod.topk(values.half(), indices, x, 5)
+        mod.topk(values.half(), indices, x, 5, 0)
     with pytest.raises(ValueError, match="indices must have x's leading dims then k = 5"):
-        mod.topk(values, indices[:3], x, 5)
+        mod.topk(values, indices[:3], x, 5, 0)
     with pytest.raises(ValueError, match="values shares storage with x"):
-        mod.topk(x.view(-1)[:20].view(4, 5), indices, x, 5)  # contiguous, inside x
+        mod.topk(x.view(-1)[:20].view(4, 5), indices, x, 5, 0)  # contiguous, inside x
     with pytest.raises(ValueError, match="unit stride in its last dimension|not a set of rows"):
-        mod.topk(values, indices, _randn(300, 4, dtype=torch.float32).t(), 5)
+        mod.topk(values, indices, _randn(300, 4, dtype=torch.float32).t(), 5, 0)
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
-        mod.topk(values, indices.cpu(), x, 5)
+        mod.topk(values, indices.cpu(), x, 5, 0)
     with pytest.raises(ValueError, match="x is on device"):
-        mod.topk(values, indices, x.cpu(), 5)
+        mod.topk(values, indices, x.cpu(), 5, 0)

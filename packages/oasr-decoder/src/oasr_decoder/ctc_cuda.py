@@ -196,7 +196,7 @@ def _top_tokens(log_probs: torch.Tensor, k: int, with_values: bool):
     values = (
         torch.empty(ids.shape, dtype=log_probs.dtype, device=ids.device) if with_values else None
     )
-    _jit.topk_module().topk(values, ids, log_probs, k)
+    _jit.topk_module().topk(values, ids, log_probs, k, 0)
     return ids, values
 
 
@@ -309,7 +309,7 @@ class _BeamState:
     ) -> None:
         """``top``: the (ids, values) buffers of `top_buffers` to reuse, or None."""
         ids, values = self.top_buffers(log_probs) if top is None else top
-        _jit.topk_module().topk(values, ids, log_probs, ids.shape[-1])
+        _jit.topk_module().topk(values, ids, log_probs, ids.shape[-1], 0)
         _jit.ctc_cuda_module().ctc_beam_advance(
             *self.tensors(), log_probs, ids, values, lengths, streams, blank, skip_log_threshold
         )

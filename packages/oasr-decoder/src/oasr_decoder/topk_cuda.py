@@ -155,7 +155,7 @@ def topk(x: torch.Tensor, k: int, *, out=None) -> TopK:
     shape = (*x.shape[:-1], k)
     values, indices = _outputs(out, x, shape)
     if values.numel():
-        _jit.topk_module().topk(values, indices, x, k)
+        _jit.topk_module().topk(values, indices, x, k, 0)
     return TopK(values, indices)
 
 
@@ -166,5 +166,5 @@ def _topk_indices_int32(x: torch.Tensor, k: int) -> torch.Tensor:
     k = _check_k(k, x)
     indices = torch.empty((*x.shape[:-1], k), dtype=torch.int32, device=x.device)
     if indices.numel():
-        _jit.topk_module().topk(None, indices, x, k)
+        _jit.topk_module().topk(None, indices, x, k, 0)
     return indices

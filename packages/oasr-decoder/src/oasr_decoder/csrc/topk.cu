@@ -1,5 +1,8 @@
 // Launcher of the sorted top-k of rows (module oasr_topk); the kernel is
 // include/oasr/decoder/topk.cuh.
+#include <algorithm>
+
+#include "oasr/common/arch_facts.h"
 #include "oasr/decoder/topk.cuh"
 #include "tvm_ffi_utils.h"
 
@@ -58,7 +61,7 @@ TwoLevelRows rows_of(const TensorView& x) {
 
 template <typename T, typename IdxT>
 void run_topk(const DeviceScope& scope, T* values, const TensorView& indices, const TensorView& x,
-              const TwoLevelRows& rows, int64_t k) {
+              const TwoLevelRows& rows, int64_t k, int team_warps) {
   decoder::TopkArgs<T, IdxT> a{reinterpret_cast<const T*>(data_bytes(x)),
                                values,
                                reinterpret_cast<IdxT*>(data_bytes(indices)),
@@ -68,7 +71,11 @@ void run_topk(const DeviceScope& scope, T* values, const TensorView& indices, co
                                k};
   a.inner = rows.inner;
   a.outer_stride = rows.outer_stride;
-  check_cuda_status(decoder::launch_topk(a, scope.stream()), "topk kernel");
+  if (team_warps == 0) {
+    team_warps = decoder::topk_team_warps(a.rows, a.cols, int(sizeof(T)),
+                                          std::max(num_sms(scope.device_id()), 1));
+  }
+  check_cuda_status(decoder::launch_topk(a, team_warps, scope.stream()), "topk kernel");
 }
 
 }  // namespace
@@ -78,13 +85,20 @@ void run_topk(const DeviceScope& scope, T* values, const TensorView& indices, co
 // those elements. x: float32/float16/bfloat16, unit stride over V, rows uniformly strided or
 // [outer, inner] rows (TwoLevelRows);
 // indices [..., k] int64 or int32, values [..., k] of x's dtype or None, both contiguous.
-void topk(OptionalTensor values, TensorView indices, TensorView x, int64_t k) {
+// warps_per_row: 0 (the launcher's choice for the number of rows), or 1, 2, 4 or 8 (tests).
+void topk(OptionalTensor values, TensorView indices, TensorView x, int64_t k,
+          int64_t warps_per_row) {
   DeviceScope scope(indices);
   scope.check_same_device(x, "x");
   if (x.ndim() < 1) TVM_FFI_THROW(ValueError) << "x must be [..., V], got a 0-D tensor";
   const TwoLevelRows rows = rows_of(x);
   if (const char* why = decoder::topk_can_implement(rows.rows.rows, rows.rows.cols, k)) {
     TVM_FFI_THROW(ValueError) << why << ", got k = " << k << " for x " << shape_str(x);
+  }
+  if (warps_per_row != 0 && warps_per_row != 1 && warps_per_row != 2 && warps_per_row != 4 &&
+      warps_per_row != 8) {
+    TVM_FFI_THROW(ValueError) << "warps_per_row must be 0 (choose), 1, 2, 4 or 8, got "
+                              << warps_per_row;
   }
   check_dtype(indices, {kInt64, kInt32}, "indices");
   check_topk_output(indices, x, k, "indices");
@@ -98,9 +112,9 @@ void topk(OptionalTensor values, TensorView indices, TensorView x, int64_t k) {
   OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
     T* values_ptr = values.has_value() ? reinterpret_cast<T*>(data_bytes(*values)) : nullptr;
     if (same_dtype(indices.dtype(), kInt64)) {
-      run_topk<T, int64_t>(scope, values_ptr, indices, x, rows, k);
+      run_topk<T, int64_t>(scope, values_ptr, indices, x, rows, k, int(warps_per_row));
     } else {
-      run_topk<T, int32_t>(scope, values_ptr, indices, x, rows, k);
+      run_topk<T, int32_t>(scope, values_ptr, indices, x, rows, k, int(warps_per_row));
     }
   });
 }

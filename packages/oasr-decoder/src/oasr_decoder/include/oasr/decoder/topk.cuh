@@ -1,35 +1,44 @@
-// Sorted top-k of rows (vocabulary-sized: V 500..16384, many rows), one warp per row.
+// Sorted top-k of rows (vocabulary-sized: V 500..16384, any number of rows), a team of W warps
+// per row (W = 1, 2, 4 or 8; below).
 //
 // Order: value descending, equal values by column ascending; NaN is the largest value and
 // -0.0 == +0.0. Values are copied bit for bit from x (NaN payloads kept), never recomputed.
 //
 // Keys. Every element becomes an unsigned key whose unsigned order is that order: a positive
 // float's bits with the sign bit set, a negative float's bits inverted; NaN becomes the largest
-// key and -0.0 is read as +0.0. float32 keys are 32 bits, float16/bfloat16 keys 16 (half the
-// rounds of the searches below). Every real key is >= 1 (-inf's is 0x007fffff / 0x03ff / 0x007f),
-// so 0 marks "no element".
+// key and -0.0 is read as +0.0. float32 keys are 32 bits, float16/bfloat16 keys 16. Every real
+// key is >= 1 (-inf's is 0x007fffff / 0x03ff / 0x007f), so 0 marks "no element".
 //
-// The method, per row:
-//   1. Group maxima. The warp reads the row with 128-bit loads (a misaligned head and the tail
-//      with scalar loads, one element per lane) and each lane keeps the maximum key of 8 groups
-//      of its elements: G = 32 * 8 = 256 groups per row, G >= kTopkMaxK >= k.
+// The method, per row (its team reads the row as one wide warp of 32 * W lanes):
+//   1. Group maxima. The team reads the row with 128-bit loads (a misaligned head and the tail
+//      with scalar loads, one element per lane of the first warp) and each lane keeps the maximum
+//      key of 8 groups of its elements: G = 256 * W groups per row, G >= kTopkMaxK >= k.
 //   2. tau = the k-th largest of the G group maxima, exactly, by a bitwise binary search over the
 //      key bits from the top (keep a bit when at least k maxima are >= the candidate): 16 or 32
-//      rounds of 8 compares and one warp sum. Why it is safe: the k groups whose maxima are
-//      >= tau each hold a distinct element with key >= tau, so the row's k-th largest key is
-//      >= tau, and every top-k element (key >= the k-th largest) has key >= tau. (Fewer than k
-//      non-empty groups: tau = 0, raised to 1, and every element is a candidate.)
-//   3. Candidates. The warp re-reads the row (L1/L2) -- only the lanes with a group maximum
-//      >= tau, the others hold no candidate -- and appends every element with key >= tau to its
-//      shared-memory buffer of kTopkCapacity entries (key << 32 | ~column: one unsigned compare
-//      orders by key descending, then column ascending), positions by a warp prefix sum.
+//      rounds of 8 compares, a warp sum and, for W > 1, a sum over the team's warps through
+//      shared memory (one barrier a round). Why it is safe: the k groups whose maxima are >= tau
+//      each hold a distinct element with key >= tau, so the row's k-th largest key is >= tau,
+//      and every top-k element has key >= tau. (Fewer than k non-empty groups: tau = 0, raised
+//      to 1, and every element is a candidate.)
+//   3. Candidates. The team re-reads the row (L1/L2) -- only the lanes with a group maximum
+//      >= tau, the others hold no candidate -- and appends every element with key >= tau to the
+//      row's shared-memory buffer of kTopkCapacity entries (key << 32 | ~column: one unsigned
+//      compare orders by key descending, then column ascending): a warp prefix sum within a
+//      batch, a shared-memory atomic for the batch's place in the buffer.
 //   4. Rank. Each candidate's rank is the number of candidates that order before it; ranks < k
 //      are written to out[rank]. Random and log-softmax rows give k to 1.4k candidates (measured
-//      over 200 rows each at V 500..16384: mean 175, at most 211 for k = 128; 10.2 for k = 10).
+//      over 200 rows each at V 500..16384 with one warp: mean 175, at most 211 for k = 128; 10.2
+//      for k = 10).
 //   5. Overflow (more than kTopkCapacity candidates: many equal values, a constant row, data
 //      periodic in the group stride): the exact k-th largest key of the whole row by the same
-//      bitwise search counting over the row, then every element above it (fewer than k) and the
-//      lowest-column elements equal to it, k in all, ranked as in 4. Exact, not fast.
+//      bitwise search counting over the row (the team's first warp), then every element above it
+//      (fewer than k) and the lowest-column elements equal to it, k in all, ranked as in 4.
+//      Exact, not fast.
+//
+// Team width. A row's time is the latency of its dependent load rounds (a V 5000 float32 row is
+// ten rounds of 2 KB per warp, twice: steps 1 and 3), not bandwidth, until the rows fill the GPU.
+// So few rows (a streaming chunk: 64 streams x 16 frames) split each row over W warps, W rounds
+// fewer, and many rows (an offline batch) run a warp each (topk_team_warps).
 #pragma once
 
 #include <climits>
@@ -42,14 +51,16 @@
 namespace oasr::decoder {
 
 constexpr int kTopkMaxK = 128;
-constexpr int kTopkWarpsPerBlock = 4;  // rows per block; 16 KB of candidate buffers
-constexpr int kTopkGroupsPerLane = 8;  // G = 256 groups per row
-// Candidate entries per warp: 2.4x the most seen for k = 128 on random rows (above).
+constexpr int kTopkBlockWarps = 8;     // 8 / W rows per block
+constexpr int kTopkMaxTeamWarps = 8;   // W <= 8
+constexpr int kTopkGroupsPerLane = 8;  // G = 256 * W groups per row
+// Candidate entries per row: 2.4x the most seen for k = 128 on random rows (above).
 constexpr int kTopkCapacity = 512;
-// 128-bit loads in flight per lane (2 KB per warp). ptxas (sm_90a): 70 registers for 16-bit
-// rows, 48 for float32, no spills.
+// 128-bit loads in flight per lane (2 KB per warp).
 constexpr int kTopkUnroll = 4;
-constexpr int kTopkBlockThreads = kTopkWarpsPerBlock * kWarpSize;
+constexpr int kTopkBlockThreads = kTopkBlockWarps * kWarpSize;
+// Warps per SM up to which rows get wider teams: the rows' warps then all fit at once.
+constexpr int kTopkTeamWarpsPerSm = 32;
 static_assert(kWarpSize * kTopkGroupsPerLane >= kTopkMaxK,
               "the group maxima must number at least k for tau to bound the k-th largest element");
 static_assert(kTopkCapacity >= kTopkMaxK && kTopkCapacity % kWarpSize == 0,
@@ -152,10 +163,11 @@ OASR_DEVICE int topk_warp_exclusive_sum(int value, int lane, int* total) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A row as the warp reads it: the scalar edges (the elements before the first 16-byte boundary,
-// then the tail past the last whole vector: fewer than 2N, one per lane) and the whole vectors.
+// A row as its team reads it: the scalar edges (the elements before the first 16-byte boundary,
+// then the tail past the last whole vector: fewer than 2N, one per lane of the first warp) and
+// the whole vectors, interleaved over the team's kLanes lanes.
 
-template <typename Key>
+template <typename Key, int kLanes>
 struct TopkRow {
   using Bits = typename Key::Bits;
   static constexpr int N = kVec128<Bits>;  // 4 float32 or 8 16-bit elements per vector
@@ -184,23 +196,23 @@ struct TopkRow {
     return lane < num_edges ? Key::of(x[edge_col(lane)]) : 0u;
   }
 
-  // Column of element i of vector u of the batch at v0, in this lane.
+  // Column of element i of vector u of the batch at v0, in this lane of the team.
   OASR_DEVICE int vec_col(int v0, int u, int i, int lane) const {
-    return head + (v0 + u * kWarpSize + lane) * N + i;
+    return head + (v0 + u * kLanes + lane) * N + i;
   }
 
   // visit(v0, vecs, valid) for each batch of kTopkUnroll vectors per lane (all loads issued
-  // first): this lane's vectors v0 + u * 32 + lane, valid[u] false past the row or when the lane
-  // does not load. Warp-uniform: every lane makes every call.
+  // first): this lane's vectors v0 + u * kLanes + lane, valid[u] false past the row or when the
+  // lane does not load. Team-uniform: every lane makes every call.
   template <typename Visit>
   OASR_DEVICE void for_each_batch(int lane, bool load, Visit&& visit) const {
     const Bits* body = x + head;
-    for (int v0 = 0; v0 < num_vecs; v0 += kWarpSize * kTopkUnroll) {
+    for (int v0 = 0; v0 < num_vecs; v0 += kLanes * kTopkUnroll) {
       Vec<Bits, N> reg_vecs[kTopkUnroll];
       bool valid[kTopkUnroll];
 #pragma unroll
       for (int u = 0; u < kTopkUnroll; ++u) {
-        const int v = v0 + u * kWarpSize + lane;
+        const int v = v0 + u * kLanes + lane;
         valid[u] = load && v < num_vecs;
         if (valid[u]) reg_vecs[u].load(body + int64_t(v) * N);
       }
@@ -215,28 +227,30 @@ struct TopkRow {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Overflow: the row's exact top k into buf (returns k), by counting over the whole row.
+// Overflow: the row's exact top k into buf (exactly k entries), by one warp counting over the
+// whole row.
 
 template <typename Key>
-OASR_DEVICE int topk_select_exact(const TopkRow<Key>& row, int k, int lane, uint64_t* buf) {
+OASR_DEVICE void topk_select_exact(const typename Key::Bits* x, int cols, int k, int lane,
+                                   uint64_t* buf) {
   // The k-th largest key: the largest t with count(key >= t) >= k (t = 1 qualifies: >= 1).
   uint32_t kth = 0;
   for (int b = Key::kBits - 1; b >= 0; --b) {
     const uint32_t candidate = kth | (1u << b);
     int count = 0;
-    for (int c = lane; c < row.cols; c += kWarpSize) count += Key::of(row.x[c]) >= candidate;
+    for (int c = lane; c < cols; c += kWarpSize) count += Key::of(x[c]) >= candidate;
     if (topk_warp_sum(count) >= k) kth = candidate;
   }
   int count_greater = 0;
-  for (int c = lane; c < row.cols; c += kWarpSize) count_greater += Key::of(row.x[c]) > kth;
+  for (int c = lane; c < cols; c += kWarpSize) count_greater += Key::of(x[c]) > kth;
   const int num_equal = k - topk_warp_sum(count_greater);  // >= 1 taken at kth, lowest first
 
   // In column order, 32 at a time: every key > kth, and keys == kth while fewer than num_equal.
   const unsigned lanes_below = (1u << lane) - 1u;
   int n = 0, taken = 0;
-  for (int c0 = 0; c0 < row.cols; c0 += kWarpSize) {
+  for (int c0 = 0; c0 < cols; c0 += kWarpSize) {
     const int c = c0 + lane;
-    const uint32_t key = c < row.cols ? Key::of(row.x[c]) : 0u;  // 0 < kth
+    const uint32_t key = c < cols ? Key::of(x[c]) : 0u;  // 0 < kth
     const unsigned greater = __ballot_sync(kFullWarpMask, key > kth);
     const unsigned equal = __ballot_sync(kFullWarpMask, key == kth);
     if (key > kth) buf[n + __popc(greater & lanes_below)] = topk_entry(key, c);
@@ -247,24 +261,22 @@ OASR_DEVICE int topk_select_exact(const TopkRow<Key>& row, int k, int lane, uint
     n += took;
     taken += took;
   }
-  __syncwarp();
-  return n;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rank the n <= kTopkCapacity entries of buf; write those of rank < k. Each lane holds up to
-// kSlots entries in registers (lane, lane + 32, ...) and compares them with every entry, read
-// once per warp (a broadcast): 32 * kSlots entries per sweep over buf.
+// Rank the n <= kTopkCapacity entries of buf; write those of rank < k. Each of the team's kLanes
+// lanes holds up to kSlots entries in registers (lane, lane + kLanes, ...) and compares them with
+// every entry, read once per warp (a broadcast): kLanes * kSlots entries per sweep over buf.
 
-template <int kSlots, typename Bits, typename IdxT>
+template <int kSlots, int kLanes, typename Bits, typename IdxT>
 OASR_DEVICE void topk_rank_and_write(const uint64_t* buf, int n, int k, int lane, const Bits* x,
                                      Bits* values, IdxT* indices) {
-  for (int first = 0; first < n; first += kSlots * kWarpSize) {
+  for (int first = 0; first < n; first += kSlots * kLanes) {
     uint64_t reg_mine[kSlots];  // 0 (orders after every entry) past n
     int reg_rank[kSlots];
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      const int e = first + s * kWarpSize + lane;
+      const int e = first + s * kLanes + lane;
       reg_mine[s] = e < n ? buf[e] : 0u;
       reg_rank[s] = 0;
     }
@@ -276,7 +288,7 @@ OASR_DEVICE void topk_rank_and_write(const uint64_t* buf, int n, int k, int lane
     }
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      if (first + s * kWarpSize + lane < n && reg_rank[s] < k) {
+      if (first + s * kLanes + lane < n && reg_rank[s] < k) {
         const int col = topk_entry_col(reg_mine[s]);
         indices[reg_rank[s]] = IdxT(col);
         if (values) values[reg_rank[s]] = x[col];
@@ -296,30 +308,54 @@ struct TopkParams {
   int64_t inner, outer_stride;
 };
 
-template <typename Key, typename IdxT>
+// A barrier of the team: its warp, or the block (whose teams all make the same calls).
+template <int kTeamWarps>
+OASR_DEVICE void topk_team_sync() {
+  if constexpr (kTeamWarps == 1) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+}
+
+template <typename Key, typename IdxT, int kTeamWarps>
 __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams<Key, IdxT> p) {
-  using Row = TopkRow<Key>;
+  static_assert(kTeamWarps >= 1 && kTeamWarps <= kTopkMaxTeamWarps &&
+                    kTopkBlockWarps % kTeamWarps == 0,
+                "a block holds whole teams");
+  constexpr int kTeams = kTopkBlockWarps / kTeamWarps;  // rows per block
+  constexpr int kLanes = kTeamWarps * kWarpSize;
+  using Row = TopkRow<Key, kLanes>;
   using Bits = typename Key::Bits;
   using VecBits = Vec<Bits, Row::N>;
   constexpr int N = Row::N;
-  __shared__ uint64_t smem_entries[kTopkWarpsPerBlock][kTopkCapacity];  // [warps, capacity]
+  __shared__ uint64_t smem_entries[kTeams][kTopkCapacity];  // each row's candidates
+  __shared__ int smem_num_entries[kTeams];                    // appended so far, past capacity too
+  __shared__ int smem_counts[2][kTopkBlockWarps];  // the tau search's warp counts, by round parity
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  const int64_t row_idx = int64_t(blockIdx.x) * kTopkWarpsPerBlock + warp;
-  if (row_idx >= p.rows) return;  // the whole warp: nothing below syncs the block
-  const Row row(p.x + (row_idx / p.inner) * p.outer_stride + (row_idx % p.inner) * p.x_stride,
-                p.cols);
-  uint64_t* buf = smem_entries[warp];
+  const int team = warp / kTeamWarps;
+  const int team_first_warp = team * kTeamWarps;
+  const int team_lane = threadIdx.x - team_first_warp * kWarpSize;
+  const int64_t row_idx = int64_t(blockIdx.x) * kTeams + team;
+  const bool active = row_idx < p.rows;
+  // A team past the last row reads an empty row: it loads and writes nothing, but takes part in
+  // the block's barriers.
+  const Row row(
+      active ? p.x + (row_idx / p.inner) * p.outer_stride + (row_idx % p.inner) * p.x_stride : p.x,
+      active ? p.cols : 0);
+  uint64_t* buf = smem_entries[team];
+  if (team_lane == 0) smem_num_entries[team] = 0;
 
   // 1. Group maxima: group g of this lane holds element i of batch vector u with
   //    (u * N + i) % 8 == g; the edge element joins group 0.
   uint32_t reg_group_max[kTopkGroupsPerLane];
 #pragma unroll
   for (int g = 0; g < kTopkGroupsPerLane; ++g) reg_group_max[g] = 0;
-  const uint32_t edge_key = row.edge_key(lane);
+  const uint32_t edge_key = row.edge_key(team_lane);
   reg_group_max[0] = edge_key;
-  row.for_each_batch(lane, true, [&](int, const VecBits(&vecs)[kTopkUnroll],
-                                     const bool(&valid)[kTopkUnroll]) {
+  row.for_each_batch(team_lane, true, [&](int, const VecBits(&vecs)[kTopkUnroll],
+                                          const bool(&valid)[kTopkUnroll]) {
 #pragma unroll
     for (int u = 0; u < kTopkUnroll; ++u) {
 #pragma unroll
@@ -330,7 +366,7 @@ __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams
     }
   });
 
-  // 2. tau: the k-th largest group maximum (at least 1, so keys of 0 never pass).
+  // 2. tau: the k-th largest group maximum of the team (at least 1, so keys of 0 never pass).
   uint32_t tau = 0;
 #pragma unroll
   for (int b = Key::kBits - 1; b >= 0; --b) {
@@ -338,66 +374,108 @@ __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams
     int count = 0;
 #pragma unroll
     for (int g = 0; g < kTopkGroupsPerLane; ++g) count += reg_group_max[g] >= candidate;
-    if (topk_warp_sum(count) >= p.k) tau = candidate;
+    count = topk_warp_sum(count);
+    if constexpr (kTeamWarps > 1) {
+      // Alternate slots: a slot is rewritten two rounds later, after every warp has passed the
+      // barrier of the round between, so after every read of it.
+      int* slot = smem_counts[b & 1];
+      if (lane == 0) slot[warp] = count;
+      __syncthreads();
+      count = 0;
+#pragma unroll
+      for (int w = 0; w < kTeamWarps; ++w) count += slot[team_first_warp + w];
+    }
+    if (count >= p.k) tau = candidate;
   }
   tau = max(tau, 1u);
+  topk_team_sync<kTeamWarps>();  // smem_num_entries[team] = 0 is seen by the team
 
-  // 3. Candidates: every key >= tau, appended to the warp's buffer (counted past its capacity).
+  // 3. Candidates: every key >= tau, appended to the row's buffer (counted past its capacity).
   //    A lane whose group maxima are all below tau holds none and loads nothing.
+  auto append = [&](int mine, auto&& each_candidate) {
+    if (!__any_sync(kFullWarpMask, mine != 0)) return;
+    int batch_total;
+    const int below = topk_warp_exclusive_sum(mine, lane, &batch_total);
+    int base = 0;
+    if (lane == 0) base = atomicAdd(&smem_num_entries[team], batch_total);
+    int pos = __shfl_sync(kFullWarpMask, base, 0) + below;
+    each_candidate([&](uint32_t key, int col) {
+      if (pos < kTopkCapacity) buf[pos] = topk_entry(key, col);
+      ++pos;
+    });
+  };
+  append(edge_key >= tau, [&](auto&& put) {
+    if (edge_key >= tau) put(edge_key, row.edge_col(team_lane));
+  });
   bool lane_has_candidates = false;
 #pragma unroll
   for (int g = 0; g < kTopkGroupsPerLane; ++g) lane_has_candidates |= reg_group_max[g] >= tau;
-  int total;  // warp-uniform
-  {
-    const int pos = topk_warp_exclusive_sum(edge_key >= tau, lane, &total);
-    if (edge_key >= tau && pos < kTopkCapacity) {
-      buf[pos] = topk_entry(edge_key, row.edge_col(lane));
-    }
-  }
-  row.for_each_batch(lane, lane_has_candidates, [&](int v0, const VecBits(&vecs)[kTopkUnroll],
-                                                    const bool(&valid)[kTopkUnroll]) {
+  row.for_each_batch(team_lane, lane_has_candidates, [&](int v0,
+                                                         const VecBits(&vecs)[kTopkUnroll],
+                                                         const bool(&valid)[kTopkUnroll]) {
     int mine = 0;
 #pragma unroll
     for (int u = 0; u < kTopkUnroll; ++u) {
 #pragma unroll
       for (int i = 0; i < N; ++i) mine += Row::key(vecs[u], valid[u], i) >= tau;
     }
-    if (!__any_sync(kFullWarpMask, mine != 0)) return;
-    int batch_total;
-    int pos = total + topk_warp_exclusive_sum(mine, lane, &batch_total);
+    append(mine, [&](auto&& put) {
 #pragma unroll
-    for (int u = 0; u < kTopkUnroll; ++u) {
+      for (int u = 0; u < kTopkUnroll; ++u) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) {
-        const uint32_t key = Row::key(vecs[u], valid[u], i);
-        if (key >= tau) {
-          if (pos < kTopkCapacity) buf[pos] = topk_entry(key, row.vec_col(v0, u, i, lane));
-          ++pos;
+        for (int i = 0; i < N; ++i) {
+          const uint32_t key = Row::key(vecs[u], valid[u], i);
+          if (key >= tau) put(key, row.vec_col(v0, u, i, team_lane));
         }
       }
-    }
-    total += batch_total;
+    });
   });
-  __syncwarp();
+  topk_team_sync<kTeamWarps>();
 
-  // 4./5. Rank the candidates, or the overflow path's exact k.
-  const int n = total <= kTopkCapacity ? total : topk_select_exact(row, p.k, lane, buf);
+  // 4./5. Rank the candidates, or the overflow path's exact k (team-uniform branch; the barrier
+  //       below is every team's).
+  int n = smem_num_entries[team];
+  const bool overflow = n > kTopkCapacity;
+  if (overflow && team_lane < kWarpSize) topk_select_exact<Key>(row.x, row.cols, p.k, lane, buf);
+  topk_team_sync<kTeamWarps>();
+  if (overflow) n = p.k;
+  if (!active) return;
   Bits* values = p.values ? p.values + row_idx * p.k : nullptr;
   IdxT* indices = p.indices + row_idx * p.k;
-  if (n <= kWarpSize) {
-    topk_rank_and_write<1>(buf, n, p.k, lane, row.x, values, indices);
-  } else if (n <= 2 * kWarpSize) {
-    topk_rank_and_write<2>(buf, n, p.k, lane, row.x, values, indices);
+  if (n <= kLanes) {
+    topk_rank_and_write<1, kLanes>(buf, n, p.k, team_lane, row.x, values, indices);
+  } else if (n <= 2 * kLanes) {
+    topk_rank_and_write<2, kLanes>(buf, n, p.k, team_lane, row.x, values, indices);
   } else {
-    topk_rank_and_write<4>(buf, n, p.k, lane, row.x, values, indices);
+    topk_rank_and_write<4, kLanes>(buf, n, p.k, team_lane, row.x, values, indices);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Host side
 
+// Warps per row: the widest team (8, 4, 2, 1) whose rows' warps fit at kTopkTeamWarpsPerSm per
+// SM, and whose every warp gets at least one whole batch of vectors.
+inline int topk_team_warps(int64_t rows, int64_t cols, int elem_bytes, int num_sms) {
+  const int64_t vecs = cols * elem_bytes / 16;
+  int w = kTopkMaxTeamWarps;
+  while (w > 1 && (rows * w > int64_t(num_sms) * kTopkTeamWarpsPerSm ||
+                   vecs < int64_t(w) * kWarpSize * kTopkUnroll)) {
+    w /= 2;
+  }
+  return w;
+}
+
+template <typename Key, typename IdxT, int kTeamWarps>
+void launch_topk_team(const TopkParams<Key, IdxT>& p, cudaStream_t stream) {
+  constexpr int kTeams = kTopkBlockWarps / kTeamWarps;
+  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(p.rows, kTeams)));
+  topk_rows_kernel<Key, IdxT, kTeamWarps><<<grid, kTopkBlockThreads, 0, stream>>>(p);
+}
+
+// team_warps: 1, 2, 4 or 8 warps per row (topk_team_warps chooses).
 template <typename T, typename IdxT>
-cudaError_t launch_topk(const TopkArgs<T, IdxT>& a, cudaStream_t stream) {
+cudaError_t launch_topk(const TopkArgs<T, IdxT>& a, int team_warps, cudaStream_t stream) {
   using Key = typename TopkKeyOf<T>::type;
   using Bits = typename Key::Bits;
   static_assert(sizeof(Bits) == sizeof(T), "keys are read from the raw element bits");
@@ -412,8 +490,13 @@ cudaError_t launch_topk(const TopkArgs<T, IdxT>& a, cudaStream_t stream) {
                                 static_cast<int>(a.k),
                                 a.inner,
                                 a.outer_stride};
-  const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(a.rows, kTopkWarpsPerBlock)));
-  topk_rows_kernel<Key, IdxT><<<grid, kTopkBlockThreads, 0, stream>>>(p);
+  switch (team_warps) {
+    case 1: launch_topk_team<Key, IdxT, 1>(p, stream); break;
+    case 2: launch_topk_team<Key, IdxT, 2>(p, stream); break;
+    case 4: launch_topk_team<Key, IdxT, 4>(p, stream); break;
+    case 8: launch_topk_team<Key, IdxT, 8>(p, stream); break;
+    default: return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
