@@ -307,9 +307,9 @@ class _BeamState:
     def advance(
         self, log_probs, lengths, streams, blank: int, skip_log_threshold: float, top=None
     ) -> None:
-        """``top``: the (ids, values) buffers of `top_buffers` to reuse, or None."""
+        """``top``: the (ids, values) buffers of `top_buffers` to reuse, or None. One call: the
+        module launches the frames' top-k into them, then the advance."""
         ids, values = self.top_buffers(log_probs) if top is None else top
-        _jit.topk_module().topk(values, ids, log_probs, ids.shape[-1], 0)
         _jit.ctc_cuda_module().ctc_beam_advance(
             *self.tensors(), log_probs, ids, values, lengths, streams, blank, skip_log_threshold
         )
@@ -377,9 +377,9 @@ class GpuStreamingDecoder:
     """Prefix beam search of many concurrent streams, chunk by chunk, state on the device.
 
     ``accept(chunk)`` decodes a chunk of frames for every stream (or the listed ones) in one
-    launch (plus the top-k launch); after any chunk, `result` gives each stream's n-best so far,
-    which after the last chunk equals `ctc_beam_search_decode` of the concatenated frames (the
-    same kernel runs in both).
+    call (two launches: the frames' top-k, then the search); after any chunk, `result` gives
+    each stream's n-best so far, which after the last chunk equals `ctc_beam_search_decode` of
+    the concatenated frames (the same kernel runs in both).
 
     Memory: per stream about ``frames * beam * 44`` bytes of pools. They grow (doubling) when a
     chunk would overrun them, which needs the host: inside a CUDA graph the decoder cannot grow,

@@ -1,7 +1,8 @@
 // Launchers of the GPU CTC decoders (module oasr_ctc_cuda): greedy collapse and the prefix beam
 // search state machine (reset, advance by a chunk of frames, read the n-best, rebuild the maps
-// after the pools grew). The kernels are in include/oasr/decoder/ctc_cuda.cuh; the per-frame
-// top-k tokens come from the oasr_topk module, called by Python first.
+// after the pools grew). The kernels are in include/oasr/decoder/ctc_cuda.cuh; the advance
+// launches the top-k kernel (include/oasr/decoder/topk.cuh) for the chunk's frames first, so a
+// chunk is one call from Python.
 //
 // The state of S streams is seven tensors, allocated by Python (ctc_cuda.py) and checked here
 // on every call: counters [S, 5] int32, probs [S, 4, beam] float64, entries [S, 3, beam] int32,
@@ -15,6 +16,7 @@
 
 #include "oasr/common/arch_facts.h"
 #include "oasr/decoder/ctc_cuda.cuh"
+#include "oasr/decoder/topk.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
@@ -194,8 +196,9 @@ void ctc_beam_rebuild_map(TensorView counters, TensorView probs, TensorView entr
 }
 
 // Decodes frames [0, lengths[r]) of log_probs[r] into stream streams[r] (or r). top_ids
-// [R, T, K] int32: each frame's K best tokens in the order (log-prob desc, id asc), with
-// K >= min(V, 2 * beam + 1); top_vals [R, T, K] their log-probs (log_probs' dtype).
+// [R, T, K] int32 and top_vals [R, T, K] (log_probs' dtype), K >= min(V, 2 * beam + 1): scratch
+// that this call fills with each frame's K best tokens (log-prob desc, id asc) and their
+// log-probs, then the advance reads.
 void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries, TensorView nodes,
                       TensorView links, TensorView map_keys, TensorView map_values,
                       TensorView log_probs, TensorView top_ids, TensorView top_vals,
@@ -226,8 +229,25 @@ void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries,
                               << st.num_streams << " streams";
   }
   const int32_t blank_id = check_blank(blank, vocab);
+  if (const char* why = decoder::topk_can_implement(rows * frames, vocab, top_k)) {
+    TVM_FFI_THROW(ValueError) << "the frames' top-k of log_probs " << shape_str(log_probs)
+                              << ": " << why;
+  }
   if (rows == 0 || frames == 0) return;
   OASR_DISPATCH_FLOAT_DTYPE(log_probs.dtype(), "log_probs", T, [&] {
+    // The top-k of every frame: rows (r, t) at r * stride_row + t * stride_frame.
+    decoder::TopkArgs<T, int32_t> top{reinterpret_cast<const T*>(data_bytes(log_probs)),
+                                      reinterpret_cast<T*>(data_bytes(top_vals)),
+                                      reinterpret_cast<int32_t*>(data_bytes(top_ids)),
+                                      rows * frames,
+                                      vocab,
+                                      log_probs.stride(1),
+                                      top_k};
+    top.inner = frames;
+    top.outer_stride = log_probs.stride(0);
+    const int team_warps = decoder::topk_team_warps(top.rows, top.cols, int(sizeof(T)),
+                                                    std::max(num_sms(scope.device_id()), 1));
+    check_cuda_status(decoder::launch_topk(top, team_warps, scope.stream()), "topk kernel");
     decoder::BeamChunk<T> in{};
     in.log_probs = reinterpret_cast<const T*>(data_bytes(log_probs));
     in.stride_row = log_probs.stride(0);

@@ -455,12 +455,12 @@ __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams
 // Host side
 
 // Warps per row: the widest team (8, 4, 2, 1) whose rows' warps fit at kTopkTeamWarpsPerSm per
-// SM, and whose every warp gets at least one whole batch of vectors.
+// SM, and whose every warp gets at least half a batch of vectors (2 per lane).
 inline int topk_team_warps(int64_t rows, int64_t cols, int elem_bytes, int num_sms) {
   const int64_t vecs = cols * elem_bytes / 16;
   int w = kTopkMaxTeamWarps;
   while (w > 1 && (rows * w > int64_t(num_sms) * kTopkTeamWarpsPerSm ||
-                   vecs < int64_t(w) * kWarpSize * kTopkUnroll)) {
+                   2 * vecs < int64_t(w) * kWarpSize * kTopkUnroll)) {
     w /= 2;
   }
   return w;
