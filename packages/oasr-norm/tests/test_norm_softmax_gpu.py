@@ -17,11 +17,12 @@ from oasr_norm import _jit, twins
 pytestmark = skip_unless_gpu()
 
 NEG_INF = float("-inf")
-# Widths: 1; 7 and 8195 (odd: the scalar kernels); 6, 250 and 1500 (2- and 4-element vectors:
-# attention rows of T 250 and 1500); 64/80 (a group of 8/16 lanes per row); ASR widths 192..1280
-# (a warp per row, 1..4 vectors a lane), 4096 and 8192 (a block per row). Rows: 1, 3, 1000
-# (several rows per block, a partial last block).
-WIDTHS = [1, 6, 7, 64, 80, 192, 250, 256, 384, 512, 1280, 1500, 4096, 8192, 8195]
+# Widths: 1; 7, 131, 1025 and 8195 (odd: the scalar kernels); 6, 250, 500 and 1500 (2- and
+# 4-element vectors: attention rows of T 250, 500 and 1500); 64/80 (a group of 8/16 lanes per
+# row); ASR widths 192..1280 and 1000 (a warp per row, 1..4 vectors a lane), 4096 and 8192 (a
+# block per row). Rows: 1, 3, 1000 (several rows per block, a partial last block).
+WIDTHS = [1, 6, 7, 64, 80, 131, 192, 250, 256, 384, 500, 512, 1000, 1025, 1280, 1500, 4096]
+WIDTHS += [8192, 8195]
 ROWS = [1, 3, 1000]
 # At the register capacity (16384 = 512 threads x 32 values), then past it: the two-pass
 # online kernel; 51865 is Whisper's vocabulary.
@@ -80,6 +81,28 @@ def test_strided_nd_and_in_place(op, dtype):
     want = twin(x)
     assert fn(x, out=x) is x
     assert_close(x, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_rows_off_16_bytes(op, dtype):
+    """Contiguous x and out that start at every element offset, alike or not, and in place: the
+    vectors narrow to what every row's alignment allows."""
+    fn, twin = getattr(oasr_norm, op), getattr(twins, op)
+    for cols in (131, 250, 1000):
+        rows = 37
+        flat = _randn(rows * cols + 16, dtype=dtype)
+        for offset in range(8):
+            x = flat[offset : offset + rows * cols].view(rows, cols)
+            want = twin(x)
+            for out_offset in (offset, (offset + 1) % 8):
+                room = poison_(torch.empty(rows * cols + 16, device="cuda", dtype=dtype))
+                out = room[out_offset : out_offset + rows * cols].view(rows, cols)
+                assert fn(x, out=out) is out
+                assert_close(out, want, msg=lambda m, c=cols, o=offset: f"{c} cols at {o}: {m}")
+            in_place = flat.clone()[offset : offset + rows * cols].view(rows, cols)
+            assert fn(in_place, out=in_place) is in_place
+            assert_close(in_place, want)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
