@@ -245,9 +245,10 @@ void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries,
                                       top_k};
     top.inner = frames;
     top.outer_stride = log_probs.stride(0);
-    const int team_warps = decoder::topk_team_warps(top.rows, top.cols, int(sizeof(T)),
-                                                    std::max(num_sms(scope.device_id()), 1));
-    check_cuda_status(decoder::launch_topk(top, team_warps, scope.stream()), "topk kernel");
+    check_cuda_status(
+        decoder::launch_topk(top, decoder::topk_team_warps_on(scope.device_id(), top),
+                             scope.stream()),
+        "topk kernel");
     decoder::BeamChunk<T> in{};
     in.log_probs = reinterpret_cast<const T*>(data_bytes(log_probs));
     in.stride_row = log_probs.stride(0);

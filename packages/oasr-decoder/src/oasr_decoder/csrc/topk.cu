@@ -1,8 +1,5 @@
 // Launcher of the sorted top-k of rows (module oasr_topk); the kernel is
 // include/oasr/decoder/topk.cuh.
-#include <algorithm>
-
-#include "oasr/common/arch_facts.h"
 #include "oasr/decoder/topk.cuh"
 #include "tvm_ffi_utils.h"
 
@@ -71,10 +68,7 @@ void run_topk(const DeviceScope& scope, T* values, const TensorView& indices, co
                                k};
   a.inner = rows.inner;
   a.outer_stride = rows.outer_stride;
-  if (team_warps == 0) {
-    team_warps = decoder::topk_team_warps(a.rows, a.cols, int(sizeof(T)),
-                                          std::max(num_sms(scope.device_id()), 1));
-  }
+  if (team_warps == 0) team_warps = decoder::topk_team_warps_on(scope.device_id(), a);
   check_cuda_status(decoder::launch_topk(a, team_warps, scope.stream()), "topk kernel");
 }
 

@@ -41,9 +41,11 @@
 // fewer, and many rows (an offline batch) run a warp each (topk_team_warps).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
+#include "oasr/common/arch_facts.h"
 #include "oasr/common/reduction.h"
 #include "oasr/common/types.h"
 #include "oasr/common/vec_dtypes.h"
@@ -464,6 +466,12 @@ inline int topk_team_warps(int64_t rows, int64_t cols, int elem_bytes, int num_s
     w /= 2;
   }
   return w;
+}
+
+// topk_team_warps for these rows on a device.
+template <typename T, typename IdxT>
+int topk_team_warps_on(int device, const TopkArgs<T, IdxT>& a) {
+  return topk_team_warps(a.rows, a.cols, int(sizeof(T)), std::max(num_sms(device), 1));
 }
 
 template <typename Key, typename IdxT, int kTeamWarps>
