@@ -149,3 +149,58 @@ def test_topk_module_compiles_for_sm90a(hopper):
     assert spec.name == "oasr_topk" and spec.is_cuda
     assert "-gencode=arch=compute_90a,code=sm_90a" in spec.plan().manifest["ninja"]
     assert is_complete_shared_object(spec.build())
+
+
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"), reason="needs nvcc"
+)
+def test_team_width_rule(tmp_path):
+    """topk_team_warps (host code of topk.cuh, compiled here with nvcc and run without a GPU):
+    the widest team whose rows' warps fit at 32 per SM, each warp with half a batch of loads.
+    The H200 numbers behind it are in docs/perf/h200.md ("Few rows")."""
+    from oasr_jit.env import OASR_JIT_INCLUDE_DIR
+    from oasr_jit.toolchain import nvcc
+
+    cases = [  # rows, V, bytes per element, SMs -> warps per row
+        (64, 5000, 4, 132, 8),  # a streaming chunk's frame: W 8 (12.9 us against 39.9 for W 1)
+        (528, 5000, 4, 132, 8),  # 528 * 8 = 4224 = 132 * 32 warps: the last row count for W 8
+        (529, 5000, 4, 132, 4),
+        (1024, 5000, 4, 132, 4),  # 64 streams x 16 frames
+        (2112, 5000, 4, 132, 2),
+        (2113, 5000, 4, 132, 1),
+        (4000, 5000, 4, 132, 1),  # the offline decode: one warp a row
+        (64, 5000, 2, 132, 8),  # 625 16-byte vectors: half a batch for each of 8 warps
+        (64, 500, 4, 132, 1),  # 125 vectors: not half a batch for 2 warps
+        (64, 1024, 4, 132, 4),  # 256 vectors: half a batch (2 a lane) for 4 warps, not for 8
+        (1, 16384, 2, 132, 8),
+        (64, 5000, 4, 16, 8),  # 16 SMs: 64 rows x 8 warps = 512 = 16 x 32, still fits
+        (65, 5000, 4, 16, 4),
+    ]
+    source = tmp_path / "team_width.cu"
+    calls = "\n".join(
+        f'  std::printf("%d\\n", oasr::decoder::topk_team_warps({r}, {v}, {b}, {s}));'
+        for r, v, b, s, _ in cases
+    )
+    source.write_text(
+        '#include <cstdio>\n#include "oasr/decoder/topk.cuh"\nint main() {\n' + calls + "\n}\n"
+    )
+    exe = tmp_path / "team_width"
+    build = subprocess.run(
+        [
+            nvcc().path,
+            "-std=c++17",
+            "--expt-relaxed-constexpr",
+            f"-I{OASR_JIT_INCLUDE_DIR}",
+            f"-I{_jit.INCLUDE_DIR}",
+            str(source),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert [int(line) for line in run.stdout.split()] == [case[-1] for case in cases]
