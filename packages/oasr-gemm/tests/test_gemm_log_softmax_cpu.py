@@ -67,20 +67,38 @@ def test_the_padded_weight_path_computes_the_same_logits(C_kind):
 
     A, B, C = _inputs(torch.float32, M=5, V=37, K=24)
     C = C if C_kind == "bias" else None
-    padded = _cublas_logits(A, B, C, torch.empty(2, 5, 37), pad=True)
+    _, padded = _cublas_logits(A, B, C, torch.empty(2, 5, 37), pad=True)
     assert padded.shape == (10, 37) and padded.stride() == (40, 1)
     out = torch.empty(2, 5, 37)
-    in_place = _cublas_logits(A, B, C, out, pad=False)
+    _, in_place = _cublas_logits(A, B, C, out, pad=False)
     assert in_place.data_ptr() == out.data_ptr()
     torch.testing.assert_close(padded, in_place)
     torch.testing.assert_close(in_place, (A @ B.T + (0 if C is None else C)).reshape(10, 37))
+
+
+@pytest.mark.parametrize(
+    "C_kind, pad",
+    [("none", False), ("bias", False), ("matrix", False), ("none", True), ("bias", True)],
+)  # a matrix C is never padded (pads_weight)
+def test_the_cublas_route_allocates_the_output_when_none_is_given(C_kind, pad):
+    """out=None: a new [..., V] output (by one F.linear where nothing is padded) whose rows are
+    the logits, or which the row pass fills from the padded buffer."""
+    from oasr_gemm.head import _cublas_logits
+
+    A, B, C = _inputs(torch.float32, M=5, V=37, K=24)
+    C = {"none": None, "bias": C, "matrix": torch.randn(2, 5, 37)}[C_kind]
+    out, logits = _cublas_logits(A, B, C, None, pad=pad)
+    assert out.shape == (2, 5, 37) and out.is_contiguous()
+    assert (logits.data_ptr() == out.data_ptr()) == (not pad)
+    want = A @ B.T + (0 if C is None else C)
+    torch.testing.assert_close(logits, want.reshape(10, 37))
 
 
 def test_when_an_odd_vocabulary_takes_the_padded_weight():
     from oasr_gemm import head
 
     def takes_padding(M, V, C=None):
-        logits = head._cublas_logits(torch.zeros(M, 8), torch.zeros(V, 8), C, torch.empty(M, V))
+        _, logits = head._cublas_logits(torch.zeros(M, 8), torch.zeros(V, 8), C, torch.empty(M, V))
         return logits.stride(0) != V
 
     big = -(-head.PAD_MIN_OUTPUTS // 1025)  # rows for 1025 columns to reach the output bar

@@ -40,7 +40,7 @@ class VariantUnsupportedError(ValueError):
     """A kernel variant cannot implement a problem (raised before anything is launched)."""
 
 
-# (config id, dtype, M, N, K) a variant refused: later calls of the shape take the default
+# (config, dtype, M, N, K) a variant refused: later calls of the shape take the default
 _unsupported: set[tuple] = set()
 
 
@@ -209,7 +209,7 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     out2d = out.view(-1, N)
-    key = (config.id, A.dtype, M, N, K)
+    key = (config, A.dtype, M, N, K)
     if config != DEFAULT and key in _unsupported:
         config = DEFAULT
     try:

@@ -88,6 +88,21 @@ def select_default_config(
         _count("rule")
         return Selection(None, "rule")
     _count(found.tier)
+    key = (found, _db.epoch)  # a config id's parameters can change with the snapshot
+    selection = _selections.get(key)
+    if selection is None:
+        if len(_selections) > 4096:  # old snapshots' entries
+            _selections.clear()
+        selection = _selections[key] = _selection(found)
+    return selection
+
+
+#: the Selection of each resolution (per snapshot): building and checking a config is most of
+#: a selection's host time, and an eager call pays it on every launch
+_selections: dict[tuple, Selection] = {}
+
+
+def _selection(found) -> Selection:
     if found.config == "torch":
         return Selection(None, found.tier)
     if found.config in ("default", "fused"):

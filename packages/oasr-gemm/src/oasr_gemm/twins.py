@@ -25,8 +25,11 @@ def _may_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
 
     def span(t):
+        start = t.data_ptr()
+        if t.is_contiguous():  # the common case, without a Python loop over the dims
+            return start, start + t.numel() * t.element_size()
         last = sum((n - 1) * step for n, step in zip(t.shape, t.stride(), strict=True))
-        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+        return start, start + (last + 1) * t.element_size()
 
     (a_lo, a_hi), (b_lo, b_hi) = span(a), span(b)
     return a_lo < b_hi and b_lo < a_hi

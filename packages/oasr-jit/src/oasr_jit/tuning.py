@@ -219,21 +219,32 @@ class TuningDB:
         self.counts: collections.Counter[str] = collections.Counter()
         self.misses: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
-        self._epoch = -1
-        self._files: dict[str, TuningFile | None] = {}
-        self._memo: dict[tuple, Resolution] = {}
+        # (reload epoch, the tiers' files, the memo of lookups in them): replaced as one
+        self._state: tuple[int, dict[str, TuningFile | None], dict[tuple, tuple]] = (-1, {}, {})
 
     def path(self, tier: str) -> Path | None:
         root = user_dir() if tier == "user" else self.system_dir
         return None if root is None else root / self.arch / f"{self.family}.json"
 
-    def _snapshot(self) -> dict[str, TuningFile | None]:
+    @property
+    def epoch(self) -> int:
+        """The `reload` epoch of the snapshot in use: what callers key their own memos on."""
+        self._current()
+        return self._state[0]
+
+    def _current(self) -> tuple[dict[str, TuningFile | None], dict[tuple, tuple]]:
+        """The snapshot's files and the memo of lookups in them, (re)read after a `reload`."""
+        epoch, files, memo = self._state
+        if epoch == _epoch:  # the per-call path takes no lock
+            return files, memo
         with self._lock:
-            if self._epoch != _epoch:
-                self._epoch = _epoch
-                self._files = {tier: self._read(tier) for tier in ("user", "system")}
-                self._memo = {}
-            return self._files
+            if self._state[0] != _epoch:
+                files = {tier: self._read(tier) for tier in ("user", "system")}
+                self._state = (_epoch, files, {})
+            return self._state[1], self._state[2]
+
+    def _snapshot(self) -> dict[str, TuningFile | None]:
+        return self._current()[0]
 
     def _read(self, tier: str) -> TuningFile | None:
         path = self.path(tier)
@@ -249,18 +260,20 @@ class TuningDB:
     def resolve(self, op: str, dtype, m: int, **static: int) -> Resolution:
         """The config for dynamic size ``m`` of ``op`` at ``static`` sizes: the first tier with
         an entry covering m (its own dtype's entry first, then ``dt=half`` for fp16/bf16)."""
-        files = self._snapshot()
-        dt = dtype_key(dtype)
-        memo_key = (op, dt, m, tuple(static.items()))
-        with self._lock:
-            found = self._memo.get(memo_key)
-        if found is None:
+        files, memo = self._current()
+        # Every eager GEMM call comes through here, so a repeated shape costs one dict lookup
+        # keyed on the caller's dtype object (threads racing on a new key store equal values).
+        memo_key = (op, dtype, m, *static.items())
+        hit = memo.get(memo_key)
+        if hit is None:
+            dt = dtype_key(dtype)
             found = self._resolve(files, op, dt, m, static)
-            with self._lock:
-                self._memo[memo_key] = found
+            miss = signature(self.family, op, dt, **static) if found.tier == "default" else None
+            hit = memo[memo_key] = (found, miss)
+        found, miss = hit
         self.counts[found.tier] += 1
-        if found.tier == "default":
-            self.misses[signature(self.family, op, dt, **static)] += 1
+        if miss is not None:
+            self.misses[miss] += 1
         return found
 
     def _resolve(self, files, op, dt, m, static) -> Resolution:

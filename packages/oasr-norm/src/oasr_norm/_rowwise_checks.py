@@ -12,8 +12,8 @@ from ._checks import FLOAT_DTYPES, output
 def check_rows(x: torch.Tensor, name: str = "x") -> None:
     """x's leading dims collapse into uniformly strided rows over a unit-stride last dim (a
     contiguous tensor, a channel slice ``x[..., :C]``, a row slice), as ``oasr::as_rows``."""
-    if x.numel() == 0:
-        return  # no rows to walk: any strides will do
+    if x.numel() == 0 or x.is_contiguous():
+        return  # no rows to walk, or rows of one stride: the common case costs one call
     rows, row_stride = 1, None
     for size, stride in zip(reversed(x.shape[:-1]), reversed(x.stride()[:-1]), strict=True):
         if size == 1:
