@@ -129,3 +129,20 @@ def test_no_files_means_the_default(tiers):
     got = selection.select_default_config("gemm", 1000, 2048, 512, torch.bfloat16)
     assert got == selection.Selection(configs.DEFAULT, "default")
     assert selection.tuning_status()["system"]["loaded"] is False
+
+
+def test_repeated_calls_are_counted_each_time(tiers):
+    """A shape's selection is memoised (an eager call pays for it on every launch), but every
+    call is still counted, misses included, and the memo does not outlive a reload."""
+    _, system = tiers
+    key = tuning.signature("gemm", "gemm", "half", N=512, K=256)
+    _write(system, {key: {"regions": [[None, SMALL.id]]}}, [SMALL])
+    pick = selection.select_default_config
+    first = [pick("gemm", 100, 512, 256, torch.float16) for _ in range(3)]
+    assert all(s is first[0] for s in first) and first[0].config == SMALL
+    for _ in range(2):
+        assert pick("gemm", 100, 640, 256, torch.float16).tier == "default"
+    assert selection.tier_counts() == {"system": 3, "default": 2}
+    assert selection.rule_miss_report() == [("gemm|op=gemm|dt=fp16|N=640|K=256", 2)]
+    _write(system, {key: {"regions": [[None, WIDE.id]]}}, [WIDE])
+    assert pick("gemm", 100, 512, 256, torch.float16).config == WIDE

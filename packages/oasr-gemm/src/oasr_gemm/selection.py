@@ -71,6 +71,11 @@ def _count(tier: str) -> None:
     _rule_counts[tier] = _rule_counts.get(tier, 0) + 1
 
 
+_BATCH_INVARIANT = Selection(DEFAULT, "batch_invariant")
+_HEURISTIC_OFF = Selection(DEFAULT, "heuristic_off")
+_RULE = Selection(None, "rule")
+
+
 def select_default_config(
     op: str, M: int, N: int, K: int, dtype, *, batch_invariant: bool = False
 ) -> Selection:
@@ -79,14 +84,14 @@ def select_default_config(
         raise ValueError(f"op must be one of {OPS}, got {op!r}")
     if batch_invariant:
         _count("batch_invariant")
-        return Selection(DEFAULT, "batch_invariant")
+        return _BATCH_INVARIANT
     if not _heuristic_enabled():
         _count("heuristic_off")
-        return Selection(DEFAULT, "heuristic_off")
+        return _HEURISTIC_OFF
     found = _db.resolve(op, dtype, M, N=N, K=K)
     if found.tier == "default" and M < GEMM_MIN_ROWS:  # no entry: measured data comes first
         _count("rule")
-        return Selection(None, "rule")
+        return _RULE
     _count(found.tier)
     key = (found, _db.epoch)  # a config id's parameters can change with the snapshot
     selection = _selections.get(key)
