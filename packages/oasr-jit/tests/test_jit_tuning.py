@@ -140,6 +140,25 @@ def test_user_tier_off_and_epochs(tiers, monkeypatch):
     assert db.resolve("gemm", "fp16", 8, N=512, K=256).tier == "default"
 
 
+def test_repeated_lookups_are_memoised_and_counted(tiers):
+    """The per-call path (every eager GEMM) serves a repeated lookup from the memo, whatever
+    spelling of the dtype, yet counts each call and each miss; `epoch` moves with reload()."""
+    _, system = tiers
+    _write(system, _file({SIG: {"regions": [[None, "small"]]}}))
+    db = TuningDB("gemm", "sm90", system)
+    epoch = db.epoch
+    hits = [db.resolve("gemm", dt, 8, N=512, K=256) for dt in ("fp16", "fp16", "float16")]
+    assert all(r == Resolution("small", "system", SIG) for r in hits)
+    assert hits[0] is hits[1]  # the memo's own object
+    for _ in range(3):
+        assert db.resolve("gemm", "bf16", 8, N=640, K=256).tier == "default"
+    assert db.counts == {"system": 3, "default": 3}
+    assert db.miss_report() == [(signature("gemm", "gemm", "bf16", N=640, K=256), 3)]
+    assert db.epoch == epoch
+    tuning.reload()
+    assert db.epoch == epoch + 1
+
+
 def test_status_marks_stale_files_and_entries(tiers):
     _, system = tiers
     _write(system, _file({SIG: {"regions": [[None, "small"]], "soft": {"cutlass": "4.1"}}}))
