@@ -51,16 +51,21 @@ SHAPES = [
 ]
 
 
+def _operands(L, M, K, N, b_layout, dtype):
+    """A [L, M, K] and B [L, K, N]: contiguous ("b_row"), or a transposed view of [L, N, K],
+    contiguous along K ("b_col")."""
+    A = _randn(L, M, K, dtype=dtype)
+    if b_layout == "b_row":
+        return A, _randn(L, K, N, dtype=dtype, seed=1, scale=K**-0.5)
+    return A, _randn(L, N, K, dtype=dtype, seed=1, scale=K**-0.5).transpose(-1, -2)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
 def test_shapes_and_layouts(shape, b_layout, dtype):
     L, M, K, N = shape
-    A = _randn(L, M, K, dtype=dtype)
-    if b_layout == "b_row":
-        B = _randn(L, K, N, dtype=dtype, seed=1, scale=K**-0.5)
-    else:  # a transposed view of [L, N, K]: contiguous along K
-        B = _randn(L, N, K, dtype=dtype, seed=1, scale=K**-0.5).transpose(-1, -2)
+    A, B = _operands(L, M, K, N, b_layout, dtype)
     _check(A, B, dtype)
 
 
@@ -121,11 +126,7 @@ def _expected_tile(L, M, N, sms):
 @pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
 def test_tuned_lane(shape, b_layout, dtype):
     L, M, K, N = shape
-    A = _randn(L, M, K, dtype=dtype)
-    if b_layout == "b_row":
-        B = _randn(L, K, N, dtype=dtype, seed=1, scale=K**-0.5)
-    else:
-        B = _randn(L, N, K, dtype=dtype, seed=1, scale=K**-0.5).transpose(-1, -2)
+    A, B = _operands(L, M, K, N, b_layout, dtype)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert oasr_gemm.bmm_lane(A, B) == f"sm90 {_expected_tile(L, M, N, sms)}"
     _check(A, B, dtype)

@@ -103,8 +103,9 @@ def _cublas_logits(A, B, C, out, pad: bool | None = None):
     if pad is None:
         pad = pads_weight(M, V, C)
     if out is None and not pad and (C is None or C.dim() == 1):
-        # one torch call that allocates: no out to check for overlap. Eager, the host cost of
-        # the Python around the call was most of a small head's time (85 against 25 µs at 64 rows)
+        # one torch call that allocates: no out to check for overlap. Eager, the Python around
+        # the call was most of a small head's time (H200: 50-56 µs a call against 30 now;
+        # docs/perf/h200.md, "Eager cost per call")
         out = F.linear(A, B, C)
         return out, out.view(M, V)
     if out is None:
