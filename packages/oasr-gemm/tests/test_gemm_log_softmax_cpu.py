@@ -1,6 +1,7 @@
 """`gemm_log_softmax` without a GPU: the twin against a float64 reference, the argument checks,
-which GEMM computes the logits (the sm90 kernels, or cuBLAS for shapes they cannot take), and the
-odd-V path through the padded weight (its logits, and when it is taken)."""
+which calls the one-kernel head takes, which GEMM computes the logits otherwise (the sm90
+kernels, or cuBLAS for shapes they cannot take), and the odd-V path through the padded weight
+(its logits, and when it is taken)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 import torch
 
 import oasr_gemm
-from oasr_gemm.head import gemm_runs_kernels
+from oasr_gemm import head
+from oasr_gemm.head import gemm_runs_kernels, runs_one_kernel
 
 
 def _inputs(dtype, M=7, V=40, K=24, seed=0):
@@ -108,3 +110,35 @@ def test_when_an_odd_vocabulary_takes_the_padded_weight():
     assert not takes_padding(2 * big * 3, 500)  # below the vocabulary bar
     assert not takes_padding(big, 1025, torch.zeros(big, 1025))  # a matrix C: in place
     assert takes_padding(big, 1025, torch.zeros(1025))  # a bias is padded with the weight
+
+
+def test_the_one_kernel_head_takes_small_vocabularies_on_sm90(monkeypatch):
+    """The eligibility rule on CPU tensors posing as sm90 CUDA ones (the rule reads metadata)."""
+    A, B, C = _inputs(torch.float16, V=40, K=24)
+    assert not runs_one_kernel(A, B, C, None)  # a CPU tensor is never the kernel's
+    monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("cuda", 0)))
+    monkeypatch.setattr(head, "_is_sm90", lambda device: True)
+    assert not runs_one_kernel(A, B, C, None)  # 14 rows: the two passes are faster
+    rows = torch.randn(head.HEAD_MIN_ROWS, 24).half()
+    assert runs_one_kernel(rows, torch.randn(head.HEAD_MIN_VOCAB, 24).half(), None, None)
+    assert not runs_one_kernel(rows, torch.randn(head.HEAD_MIN_VOCAB - 1, 24).half(), None, None)
+    assert not runs_one_kernel(rows[1:], torch.randn(head.HEAD_MIN_VOCAB, 24).half(), None, None)
+    # the rest of the rule on small shapes
+    monkeypatch.setattr(head, "HEAD_MIN_ROWS", 1)
+    monkeypatch.setattr(head, "HEAD_MIN_VOCAB", 1)
+    assert runs_one_kernel(A, B, C, None)
+    assert runs_one_kernel(A, B, None, torch.empty(2, 7, 40).half())
+    big = torch.randn(head.HEAD_MAX_VOCAB + 1, 24).half()
+    assert runs_one_kernel(A, big[: head.HEAD_MAX_VOCAB], None, None)  # V 512: the largest
+    assert not runs_one_kernel(A, big, None, None)  # V 513: two passes
+    assert runs_one_kernel(A, B[:37], C[:37], None)  # any V up to 512, odd ones too
+    assert not runs_one_kernel(A, B, torch.randn(2, 7, 40).half(), None)  # a matrix C
+    assert not runs_one_kernel(A[..., :20], B[:, :20], C, None)  # K = 20
+    assert not runs_one_kernel(A[..., :0], B[:, :0], C, None)  # K = 0: the two-pass refusal
+    assert not runs_one_kernel(A.transpose(0, 1), B, C, None)  # rows not one stride
+    assert runs_one_kernel(torch.randn(14, 32).half()[:, :24], B, C, None)  # rows of 32
+    assert not runs_one_kernel(torch.randn(14, 28).half()[:, :24], B, C, None)  # rows of 56 bytes
+    assert not runs_one_kernel(A, B, C, torch.empty(2 * 7 * 40 + 1).half()[1:].view(2, 7, 40))
+    assert not runs_one_kernel(A, torch.randn(40, 32).half()[:, :24], C, None)  # B strided
+    monkeypatch.setattr(head, "_is_sm90", lambda device: False)
+    assert not runs_one_kernel(A, B, C, None)

@@ -1,5 +1,6 @@
-"""`gemm_log_softmax` on the GPU against an fp32 reference: the CTC vocabularies (aligned ones on
-the sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A, ``out=``, rows past the
+"""`gemm_log_softmax` on the GPU against an fp32 reference: the CTC vocabularies (V 500 on the
+one-kernel head: test_gemm_log_softmax_head_gpu.py has its own cases; larger aligned ones on the
+sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A, ``out=``, rows past the
 register capacity, empty inputs, ``backend="oasr"`` refusing what the kernels cannot take,
 refusals of the row pass, CUDA-graph capture."""
 
@@ -79,8 +80,10 @@ def test_empty_and_refusals():
     dtype = torch.bfloat16
     B = _randn(40, 16, dtype=dtype)
     assert oasr_gemm.gemm_log_softmax(_randn(0, 16, dtype=dtype), B).shape == (0, 40)
-    with pytest.raises(ValueError, match="not a multiple of 8"):
-        oasr_gemm.gemm_log_softmax(_randn(5, 16, dtype=dtype), B[:37], backend="oasr")
+    with pytest.raises(ValueError, match="not a multiple of 8"):  # V 1025: past the one kernel
+        oasr_gemm.gemm_log_softmax(
+            _randn(5, 16, dtype=dtype), _randn(1025, 16, dtype=dtype), backend="oasr"
+        )
     with pytest.raises(ValueError, match="K is 0"):
         oasr_gemm.gemm_log_softmax(_randn(5, 0, dtype=dtype), _randn(37, 0, dtype=dtype))
     row_pass = oasr_gemm.head._row_pass()

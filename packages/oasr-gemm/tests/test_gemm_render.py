@@ -73,6 +73,7 @@ def test_production_and_tuning_specs():
         _jit.BMM_MODULE,
         _jit.GROUP_MODULE,
         _jit.LOG_SOFTMAX_MODULE,
+        _jit.HEAD_MODULE,
     ]
 
 

@@ -14,6 +14,8 @@ split-K / Stream-K); the activation is compiled into the epilogue
                        2.x) and a unit per config of the tuned lane (sm90, configs.BMM_TUNED)
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
     oasr_gemm_log_softmax  gemm_log_softmax's row pass (no CUTLASS): one unit
+    oasr_gemm_log_softmax_head  gemm_log_softmax in one kernel for V <= 512 (sm90: TMA +
+                                wgmma, no CUTLASS): one unit
 
 nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
 minute and 4 GB (the build's job limit knows: ``use_cutlass``).
@@ -53,6 +55,7 @@ PRODUCTION_MODULE = "oasr_gemm"
 BMM_MODULE = "oasr_gemm_bmm"
 GROUP_MODULE = "oasr_gemm_group"
 LOG_SOFTMAX_MODULE = "oasr_gemm_log_softmax"
+HEAD_MODULE = "oasr_gemm_log_softmax_head"
 #: B's layout tag -> whether B is row-major ([K, N] with a unit stride along N)
 BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
 
@@ -222,9 +225,15 @@ def gen_log_softmax_module() -> JitSpec:
     )
 
 
+def gen_head_module() -> JitSpec:
+    return gen_jit_spec(
+        HEAD_MODULE, [CSRC_DIR / "log_softmax_head_sm90.cu"], extra_include_dirs=[CSRC_DIR]
+    )
+
+
 def production_specs(arch) -> list[JitSpec]:
     """The modules `oasr jit prebuild` builds: the GEMM production modules (plain and per
-    activation, per dtype), bmm's, group_gemm's and gemm_log_softmax's row pass (sm90)."""
+    activation, per dtype), bmm's, group_gemm's and gemm_log_softmax's two (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
     return [
@@ -232,6 +241,7 @@ def production_specs(arch) -> list[JitSpec]:
         gen_bmm_module(),
         gen_group_module(),
         gen_log_softmax_module(),
+        gen_head_module(),
     ]
 
 
@@ -253,6 +263,11 @@ def group_module():
 @functools.cache
 def log_softmax_module():
     return gen_log_softmax_module().build_and_load()
+
+
+@functools.cache
+def head_module():
+    return gen_head_module().build_and_load()
 
 
 @functools.cache

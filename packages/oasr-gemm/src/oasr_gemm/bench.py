@@ -141,6 +141,16 @@ def _group_case(dtype: str, label: str, rows, N: int, K: int, *, device: str):
     )
 
 
+def check_head(ours, theirs) -> None:
+    """Log-probabilities of two GEMMs: a logit whose fp32 sum lies at a rounding boundary may
+    round either way (the two add in different orders), which moves its log-probability by an
+    ulp of the logit (0.016 fp16, 0.125 bf16 below 32) however small the log-probability."""
+    import torch
+
+    atol, rtol = (3e-2, 2e-3) if ours.dtype == torch.float16 else (2e-1, 1.6e-2)
+    torch.testing.assert_close(ours.float(), theirs.float(), rtol=rtol, atol=atol)
+
+
 def _head_case(dtype: str, M: int, V: int, K: int, *, device: str):
     from oasr_jit.bench import Case
 
@@ -165,9 +175,11 @@ def _head_case(dtype: str, M: int, V: int, K: int, *, device: str):
         return F.log_softmax(F.linear(i["A"], i["B"], i["bias"]), dim=-1)
 
     def ran(i):
-        from .head import gemm_runs_kernels, pads_weight
+        from .head import gemm_runs_kernels, pads_weight, runs_one_kernel
         from .selection import select_default_config
 
+        if runs_one_kernel(i["A"], i["B"], i["bias"], None):
+            return "one kernel (TMA + wgmma)"
         if not gemm_runs_kernels(i["A"], i["B"], i["bias"]):
             padded = pads_weight(M, V, i["bias"])
             return f"cuBLAS{', padded weight' if padded else ''} + rows"
@@ -177,6 +189,7 @@ def _head_case(dtype: str, M: int, V: int, K: int, *, device: str):
     shape = f"{M}x{V}x{K}"
     return Case(
         name=f"gemm_log_softmax {dtype} {shape}",
+        check=check_head,
         op="gemm_log_softmax",
         dtype=dtype,
         shape=shape,

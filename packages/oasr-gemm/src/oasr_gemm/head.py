@@ -1,6 +1,14 @@
 """`gemm_log_softmax`: the CTC head, log_softmax(A · Bᵀ + C) over the vocabulary.
 
-Two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
+One kernel for 128 <= V <= 512 from 2000 rows on sm90 (`runs_one_kernel`:
+``csrc/log_softmax_head_sm90.cu``): a CTA holds 64 rows' logits for the whole vocabulary in
+registers, so the logits never leave the SM and the output is written once. Like every route,
+it rounds the logits to A's dtype before the softmax, as PyTorch does; a logit whose fp32 sum
+lies at a rounding boundary may round the other way than in the two passes (their GEMM adds in
+another order), so a row can differ by a logit's ulp between a call under 2000 rows and one
+over.
+
+Otherwise two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
 then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's softmax) reads each row
 once (into registers up to V = 16384) and writes its log_softmax once. PyTorch's
 ``F.log_softmax(F.linear(...))`` moves as many bytes; what differs is the row kernel and the
@@ -29,6 +37,46 @@ from oasr_jit import oasr_api
 from . import _jit, twins
 from .gemm import _check_tma, _gemm, _rows, check_gemm_args, require_cuda
 
+#: The one-kernel head's largest vocabulary: a CTA keeps 64 rows x 512 fp32 logits in registers.
+HEAD_MAX_VOCAB = 512
+#: It takes a call from this many rows (M) and this vocabulary on. Below, the two passes are as
+#: fast or faster: one CTA's chain (TMA, the K loop, the row reductions, the stores) is 7-9 µs
+#: however few its rows, and at V 33 its 256 columns a warpgroup are mostly padding. H200, fp16
+#: (benchmarks/log_softmax_head.py): against the two passes 0.6-0.85x at 64-301 rows,
+#: 0.8-1.07x at 1000, 1.04-2.3x at 2000, 1.7-1.9x at 8000-32000 rows of V 500; docs/gemm.md.
+HEAD_MIN_ROWS = 2000
+HEAD_MIN_VOCAB = 128
+
+
+@functools.cache
+def _is_sm90(device: torch.device) -> bool:
+    return torch.cuda.get_device_capability(device)[0] == 9
+
+
+def runs_one_kernel(
+    A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None, out: torch.Tensor | None
+) -> bool:
+    """Whether the one-kernel head takes this call: sm90, `HEAD_MIN_ROWS` rows or more,
+    `HEAD_MIN_VOCAB` <= V <= `HEAD_MAX_VOCAB`, K a positive multiple of 8, A's rows and B
+    readable by TMA (16-byte start and row stride), C absent or a bias vector, ``out`` (when
+    given) starting on 16 bytes. Else the two passes run."""
+    V, K = B.shape
+    if A.device.type != "cuda" or math.prod(A.shape[:-1]) < HEAD_MIN_ROWS:
+        return False
+    if not (max(HEAD_MIN_VOCAB, 1) <= V <= HEAD_MAX_VOCAB and K > 0 and K % 8 == 0):
+        return False
+    if C is not None and (C.dim() != 1 or not C.is_contiguous()):
+        return False
+    if out is not None and out.data_ptr() % 16 != 0:
+        return False
+    if not _is_sm90(A.device):
+        return False
+    try:
+        _check_tma(_rows(A, "A"), "A", "K")
+    except ValueError:
+        return False
+    return B.is_contiguous() and B.data_ptr() % 16 == 0
+
 
 def gemm_runs_kernels(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None) -> bool:
     """Whether the sm90 GEMM kernels can compute these logits (else cuBLAS does)."""
@@ -56,13 +104,18 @@ def gemm_log_softmax(
     """log_softmax(A · Bᵀ + C, dim=-1): A [..., K], B [V, K] (the nn.Linear weight), C a bias
     [V] or a matrix [..., V]; fp16 / bf16. The log-probabilities are in A's dtype, computed in
     fp32 from the logits rounded to it, as PyTorch does. ``backend``: "auto" (module
-    docstring), "oasr" (the sm90 GEMM kernels only: V and K multiples of 8) or "torch" (the
-    twin, any device)."""
+    docstring), "oasr" (OASR's kernels only: the one-kernel head where it applies, else the
+    sm90 GEMM kernels, which need V and K multiples of 8) or "torch" (the twin, any device)."""
     check_gemm_args(A, B, C, out, backend)
     if backend == "torch":
         return twins.gemm_log_softmax(A, B, C, out=out)
     require_cuda(A, "gemm_log_softmax's kernels")
     M, V = math.prod(A.shape[:-1]), B.shape[0]
+    if runs_one_kernel(A, B, C, out):
+        if out is None:
+            out = torch.empty((*A.shape[:-1], V), dtype=A.dtype, device=A.device)
+        _head()(out.view(M, V), _rows(A, "A"), B, C)
+        return out
     if backend == "oasr" or gemm_runs_kernels(A, B, C):
         out = _gemm(A, B, C, "identity", out, False, backend, "gemm")
         logits = out.view(M, V)
@@ -124,9 +177,15 @@ def _cublas_logits(A, B, C, out, pad: bool | None = None):
 
 
 @functools.cache
+def _head():
+    """The exported one-kernel head, looked up once."""
+    return _jit.head_module().log_softmax_head_sm90
+
+
+@functools.cache
 def _row_pass():
     """The exported row pass, looked up once."""
     return _jit.log_softmax_module().log_softmax_rows
 
 
-__all__ = ["gemm_log_softmax", "gemm_runs_kernels"]
+__all__ = ["gemm_log_softmax", "gemm_runs_kernels", "runs_one_kernel"]

@@ -1,0 +1,114 @@
+"""gemm_log_softmax's one-kernel head (V <= 512, sm90) against the two passes it replaces and
+against PyTorch, on a grid of CTC-head shapes, in one process (the kernel at every shape, not
+only where `oasr_gemm.head`'s rule sends calls to it):
+
+    python packages/oasr-gemm/benchmarks/log_softmax_head.py [--json FILE] [--dtype fp16]
+
+Each pair is checked and timed by `oasr_jit.bench.measure` (interleaved medians, inputs rotated
+past L2, CUDA-graph replays under 20 µs). The two passes are the route the same call takes with
+the head switched off (``head.HEAD_MAX_VOCAB = 0``): cuBLAS or the sm90 GEMM, then the row pass.
+Vocabularies here are odd (33, 255, 500, 511) so that the two passes run cuBLAS and need no
+CUTLASS build; a multiple of 8 would time the sm90 GEMM instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+import torch.nn.functional as F
+
+import oasr_gemm
+from oasr_gemm import head
+from oasr_gemm.bench import check_head
+from oasr_jit.bench import Case, measure
+
+ROWS = (64, 301, 1000, 2000, 8000, 32000)
+VOCAB_K = ((500, 256), (500, 512), (33, 256), (255, 256), (511, 512), (500, 1024))
+
+
+def _two_passes(A, B, C):
+    saved, head.HEAD_MAX_VOCAB = head.HEAD_MAX_VOCAB, 0
+    try:
+        return oasr_gemm.gemm_log_softmax(A, B, C)
+    finally:
+        head.HEAD_MAX_VOCAB = saved
+
+
+def _case(M, V, K, dtype, peer, peer_name):
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+
+    def setup():
+        return {
+            "A": torch.randn(M, K, device="cuda").to(torch_dtype),
+            "B": (torch.randn(V, K, device="cuda") * 3 * K**-0.5).to(torch_dtype),
+            "bias": (torch.randn(V, device="cuda") * 0.1).to(torch_dtype),
+        }
+
+    return Case(
+        name=f"head {dtype} {M}x{V}x{K} vs {peer_name}",
+        op="gemm_log_softmax",
+        dtype=dtype,
+        shape=f"{M}x{V}x{K}",
+        setup=setup,
+        oasr=lambda i: oasr_gemm.gemm_log_softmax(i["A"], i["B"], i["bias"]),
+        peer=lambda i: peer(i["A"], i["B"], i["bias"]),
+        peer_name=peer_name,
+        flops=2 * M * V * K,
+        bytes_moved=2 * (M * K + V * K + V + M * V),
+        check=check_head,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
+    args = parser.parse_args()
+    head.HEAD_MIN_ROWS = head.HEAD_MIN_VOCAB = 1  # the kernel wherever it can run: the sweep
+    # measures where it wins (the rule in oasr_gemm.head comes from this table)
+    peers = {
+        "two passes": _two_passes,
+        "torch": lambda A, B, C: F.log_softmax(F.linear(A, B, C), dim=-1),
+    }
+    rows = []
+    print(f"{'M x V x K':>18} {'one kernel':>10} {'two passes':>10} {'torch':>8}  ratios")
+    for V, K in VOCAB_K:
+        for M in ROWS:
+            got = {}
+            for name, peer in peers.items():
+                r = measure(_case(M, V, K, args.dtype, peer, name))
+                if r.get("error"):
+                    print(f"{M}x{V}x{K} vs {name}: {r['error']}")
+                    continue
+                got[name] = (r["oasr_us"], r["peer_us"])
+            if len(got) < 2:
+                continue
+            one = min(got["two passes"][0], got["torch"][0])
+            two, ref = got["two passes"][1], got["torch"][1]
+            rows.append(
+                {
+                    "M": M,
+                    "V": V,
+                    "K": K,
+                    "one_kernel_us": one,
+                    "two_passes_us": two,
+                    "torch_us": ref,
+                }
+            )
+            print(
+                f"{M:>8}x{V}x{K:<5} {one:>10.2f} {two:>10.2f} {ref:>8.2f}  "
+                f"{two / one:.2f}x two passes, {ref / one:.2f}x torch"
+            )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(
+                {"dtype": args.dtype, "gpu": torch.cuda.get_device_name(), "rows": rows},
+                f,
+                indent=1,
+            )
+
+
+if __name__ == "__main__":
+    main()

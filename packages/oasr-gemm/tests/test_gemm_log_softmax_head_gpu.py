@@ -1,0 +1,170 @@
+"""gemm_log_softmax's one-kernel head (V <= 512, sm90) on the GPU, taken at every size (the
+speed rule's `HEAD_MIN_ROWS` and `HEAD_MIN_VOCAB` set to 1): against a float64 reference
+over odd and aligned M, K and V (K from one chunk of 64 to many, V on both sides of a
+warpgroup's 256 columns), with and without a bias, N-D and row-strided A, fp16 and bf16; rows
+bitwise independent of M; the calls it leaves to the two passes; the launcher's refusals; CUDA
+graph capture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import oasr_gemm
+from oasr_gemm import head
+from oasr_jit.testing import skip_unless_gpu
+
+pytestmark = [
+    skip_unless_gpu(),
+    pytest.mark.skipif(
+        not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
+        reason="the one-kernel head is sm90's",
+    ),
+]
+
+DTYPES = [torch.float16, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def one_kernel_for_small_calls(monkeypatch):
+    """The kernel at every M and V it can take, not only where it is the faster route."""
+    monkeypatch.setattr(head, "HEAD_MIN_ROWS", 1)
+    monkeypatch.setattr(head, "HEAD_MIN_VOCAB", 1)
+
+
+# (rtol, atol): the output's rounding (half an ulp: 2^-11 |y| fp16, 2^-8 |y| bf16), and a logit
+# near a rounding boundary may round the other way from the fp32 sum than from the exact one (an
+# ulp of a logit below 16: 0.008 fp16, 0.06 bf16)
+TOLERANCES = {torch.float16: (1e-3, 1e-2), torch.bfloat16: (8e-3, 7e-2)}
+
+
+def _randn(*shape, dtype, seed=0, scale=1.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(*shape, device="cuda", generator=gen) * scale).to(dtype)
+
+
+def _operands(M, K, V, dtype, bias=True, seed=0):
+    A = _randn(M, K, dtype=dtype, seed=seed)
+    B = _randn(V, K, dtype=dtype, seed=seed + 1, scale=3 * K**-0.5)  # logits of a few units
+    C = _randn(V, dtype=dtype, seed=seed + 2) if bias else None
+    return A, B, C
+
+
+def _reference(A, B, C):
+    """float64, from the logits rounded to A's dtype (what the op and PyTorch see)"""
+    logits = A.double() @ B.double().T
+    if C is not None:
+        logits += C.double()
+    return torch.log_softmax(logits.to(A.dtype).double(), dim=-1)
+
+
+def _check(A, B, C, dtype):
+    assert head.runs_one_kernel(A, B, C, None)
+    want = _reference(A, B, C)
+    out = torch.full(want.shape, float("nan"), device="cuda", dtype=dtype)
+    assert oasr_gemm.gemm_log_softmax(A, B, C, out=out) is out
+    rtol, atol = TOLERANCES[dtype]
+    torch.testing.assert_close(out.double(), want, rtol=rtol, atol=atol)
+    assert torch.equal(oasr_gemm.gemm_log_softmax(A, B, C), out)  # a fresh output, same bits
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "M, K, V",
+    [
+        (1, 8, 1),  # one row, one column, K far below one chunk
+        (63, 64, 32),  # a character vocabulary
+        (64, 256, 500),  # BPE 500, one full CTA
+        (65, 72, 256),  # a second CTA of one row; K past a chunk by 8; warpgroup 1 idle
+        (301, 256, 257),  # warpgroup 1 with one column
+        (301, 512, 501),  # odd V: the scalar stores
+        (1000, 1000, 512),  # the largest vocabulary, K not a multiple of 64
+        (4000, 256, 500),
+    ],
+)
+def test_matches_float64(M, K, V, dtype):
+    _check(*_operands(M, K, V, dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_without_bias_nd_and_row_strided_a(dtype):
+    A, B, _ = _operands(210, 128, 100, dtype)
+    _check(A, B, None, dtype)
+    _check(A.view(3, 70, 128), B, None, dtype)  # N-D A: rows of the flattened view
+    wide = _randn(210, 136, dtype=dtype, seed=5)
+    _check(wide[:, :128], B, _randn(100, dtype=dtype, seed=6), dtype)  # rows 272 bytes apart
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_do_not_depend_on_m(dtype):
+    """Each row is computed by one CTA from that row alone: bitwise the same in any batch."""
+    A, B, C = _operands(300, 256, 500, dtype)
+    full = oasr_gemm.gemm_log_softmax(A, B, C)
+    for lo, hi in [(37, 38), (64, 128), (250, 300)]:
+        assert torch.equal(oasr_gemm.gemm_log_softmax(A[lo:hi], B, C), full[lo:hi])
+
+
+def test_calls_it_leaves_to_the_two_passes_are_right():
+    dtype = torch.float16
+    A, B, C = _operands(200, 64, 513, dtype)
+    for args in [
+        (A, B, C, None),  # V 513
+        (A, B[:500], _randn(200, 500, dtype=dtype, seed=7), None),  # a matrix C
+        (A, B[:500], C[:500], torch.empty(200 * 500 + 1, device="cuda", dtype=dtype)[1:]),
+    ]:
+        a, b, c, out = args
+        if out is not None:
+            out = out.view(200, 500)  # 2 bytes off 16-byte alignment
+        assert not head.runs_one_kernel(a, b, c, out)
+        logits = oasr_gemm.gemm(a, b, c, backend="torch").float()
+        got = oasr_gemm.gemm_log_softmax(a, b, c, out=out)
+        torch.testing.assert_close(got.float(), torch.log_softmax(logits, -1), rtol=2e-3, atol=3e-2)
+
+
+def test_launcher_refusals_raise_and_leave_the_context_usable():
+    dtype = torch.float16
+    run = head._head()
+    A, B, C = _operands(64, 64, 100, dtype)
+    out = torch.empty(64, 100, device="cuda", dtype=dtype)
+    with pytest.raises(ValueError, match="1 to 512"):
+        run(torch.empty(64, 513, device="cuda", dtype=dtype), A, _randn(513, 64, dtype=dtype), None)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        run(out, A[:, :60], _randn(100, 60, dtype=dtype).contiguous(), None)
+    with pytest.raises(ValueError, match="out"):
+        run(out[:, :99], A, B[:99], None)  # out not contiguous
+    with pytest.raises(ValueError, match="bias"):
+        run(out, A, B, C[:99])
+    with pytest.raises(ValueError, match="start on 16 bytes"):
+        run(torch.empty(64 * 100 + 1, device="cuda", dtype=dtype)[1:].view(64, 100), A, B, None)
+    with pytest.raises(TypeError, match="dtype"):
+        run(out.float(), A, B, None)
+    with pytest.raises(ValueError, match="shares storage"):
+        shared = torch.empty(64 * 100 + 64 * 64, device="cuda", dtype=dtype)
+        run(shared[: 64 * 100].view(64, 100), shared[2304 : 2304 + 4096].view(64, 64), B, None)
+    run(out, A, B, C)  # the context still runs kernels
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out.double(), _reference(A, B, C), rtol=1e-3, atol=1e-2)
+
+
+def test_graph_capture():
+    dtype = torch.bfloat16
+    A, B, C = _operands(777, 256, 500, dtype)
+    out = torch.empty(777, 500, device="cuda", dtype=dtype)
+    oasr_gemm.gemm_log_softmax(A, B, C, out=out)  # builds and loads outside the capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        oasr_gemm.gemm_log_softmax(A, B, C, out=out)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out.double(), _reference(A, B, C), rtol=8e-3, atol=7e-2)
+
+
+def test_the_speed_rule_routes_small_calls_to_the_two_passes(monkeypatch):
+    monkeypatch.undo()
+    A, B, C = _operands(head.HEAD_MIN_ROWS, 256, 500, torch.float16)
+    assert head.runs_one_kernel(A, B, C, None)
+    assert not head.runs_one_kernel(A[1:], B, C, None)
+    assert not head.runs_one_kernel(A, B[: head.HEAD_MIN_VOCAB - 1], C, None)
