@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import oasr_gemm
-from oasr_gemm.head import gemm_runs_kernels
+from oasr_gemm.head import gemm_runs_kernels, runs_one_kernel
 from oasr_jit.testing import skip_unless_gpu
 
 pytestmark = skip_unless_gpu()
@@ -97,13 +97,16 @@ def test_empty_and_refusals():
     torch.cuda.synchronize()
 
 
-@pytest.mark.parametrize("V", [5000, 1025])
-def test_graph_capture(V):
+@pytest.mark.parametrize("M, V", [(2000, 500), (256, 5000), (256, 1025)])
+def test_graph_capture(M, V):
+    """V 500 at 2000 rows runs the one-kernel head, V 5000 the sm90 GEMM or cuBLAS, V 1025
+    cuBLAS in place."""
     dtype = torch.float16
-    A = _randn(256, 256, dtype=dtype)
+    A = _randn(M, 256, dtype=dtype)
     B = _randn(V, 256, dtype=dtype, seed=1, scale=0.1)
     C = _randn(V, dtype=dtype, seed=2)
-    out = torch.empty(256, V, device="cuda", dtype=dtype)
+    out = torch.empty(M, V, device="cuda", dtype=dtype)
+    assert runs_one_kernel(A, B, C, out) == (V == 500)
     oasr_gemm.gemm_log_softmax(A, B, C, out=out)  # builds and loads outside the capture
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
