@@ -118,14 +118,15 @@ def test_the_one_kernel_head_takes_small_vocabularies_on_sm90(monkeypatch):
     assert not runs_one_kernel(A, B, C, None)  # a CPU tensor is never the kernel's
     monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("cuda", 0)))
     monkeypatch.setattr(head, "_is_sm90", lambda device: True)
-    assert not runs_one_kernel(A, B, C, None)  # 14 rows: the two passes are faster
+    assert runs_one_kernel(A, B, C, None)  # V 40: one warpgroup, any M
+    wide = torch.randn(head.HEAD_MAX_VOCAB, 24).half()  # V 512: two warpgroups, from 2000 rows
     rows = torch.randn(head.HEAD_MIN_ROWS, 24).half()
-    assert runs_one_kernel(rows, torch.randn(head.HEAD_MIN_VOCAB, 24).half(), None, None)
-    assert not runs_one_kernel(rows, torch.randn(head.HEAD_MIN_VOCAB - 1, 24).half(), None, None)
-    assert not runs_one_kernel(rows[1:], torch.randn(head.HEAD_MIN_VOCAB, 24).half(), None, None)
+    assert runs_one_kernel(rows, wide, None, None)
+    assert not runs_one_kernel(rows[1:], wide, None, None)
+    assert runs_one_kernel(rows[1:], wide[:256], None, None)
+    assert not runs_one_kernel(rows[1:], wide[:257], None, None)
     # the rest of the rule on small shapes
     monkeypatch.setattr(head, "HEAD_MIN_ROWS", 1)
-    monkeypatch.setattr(head, "HEAD_MIN_VOCAB", 1)
     assert runs_one_kernel(A, B, C, None)
     assert runs_one_kernel(A, B, None, torch.empty(2, 7, 40).half())
     big = torch.randn(head.HEAD_MAX_VOCAB + 1, 24).half()

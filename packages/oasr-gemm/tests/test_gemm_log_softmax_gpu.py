@@ -1,8 +1,8 @@
-"""`gemm_log_softmax` on the GPU against an fp32 reference: the CTC vocabularies (V 500 on the
-one-kernel head: test_gemm_log_softmax_head_gpu.py has its own cases; larger aligned ones on the
-sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A, ``out=``, rows past the
-register capacity, empty inputs, ``backend="oasr"`` refusing what the kernels cannot take,
-refusals of the row pass, CUDA-graph capture."""
+"""`gemm_log_softmax` on the GPU against an fp32 reference: the CTC vocabularies (the one-kernel
+head, test_gemm_log_softmax_head_gpu.py's subject, takes V <= 256 and V 500 from 2000 rows;
+aligned V on the sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A,
+``out=``, rows past the register capacity, empty inputs, ``backend="oasr"`` refusing what the
+kernels cannot take, refusals of the row pass, CUDA-graph capture."""
 
 from __future__ import annotations
 
@@ -53,10 +53,10 @@ def test_vocabularies(V, dtype):
 def test_nd_input_matrix_c_and_no_c(dtype):
     A = _randn(3, 70, 64, dtype=dtype)
     B = _randn(96, 64, dtype=dtype, seed=1, scale=0.3)
-    _check(A, B, None, dtype)
-    _check(A, B, _randn(3, 70, 96, dtype=dtype, seed=2), dtype)
-    _check(A, B[:93], None, dtype)  # odd V: cuBLAS against the padded weight
-    _check(A, B[:93], _randn(3, 70, 93, dtype=dtype, seed=3), dtype)  # odd V, matrix C: in place
+    _check(A, B, None, dtype)  # the one-kernel head (V <= 256)
+    _check(A, B, _randn(3, 70, 96, dtype=dtype, seed=2), dtype)  # the sm90 GEMM, then rows
+    _check(A, B[:93], None, dtype)  # the one-kernel head
+    _check(A, B[:93], _randn(3, 70, 93, dtype=dtype, seed=3), dtype)  # odd V, matrix C: cuBLAS
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -2,10 +2,11 @@
 // (character CTC, V ~ 30; BPE 500), no logits written and re-read.
 //
 // Outcome (session 12): the production kernel is oasr_gemm's csrc/log_softmax_head_sm90.cu, the
-// wgmma kernel below with TMA loads and its output staged in shared memory (12.1 µs at the
-// default shape). Here, the two cp.async kernels measured on the way: mma.sync 22.9 µs, wgmma
+// wgmma kernel below with TMA loads into three stages and its output staged in shared memory
+// (10.7-11.0 µs at the default shape). Here, the two cp.async kernels measured on the way: mma.sync 22.9 µs, wgmma
 // 19.7-21.0 µs, most of it stores straight from the accumulators (7.2 µs) and the cp.async
-// issue of the K loop (docs/gemm.md, "One kernel for 128 <= V <= 512 from 2000 rows").
+// issue of the K loop (docs/gemm.md, "One kernel for V <= 256, and V <= 512 from 2000
+// rows").
 //
 // Question: how close does one pass get to its floor at 8000 x 500 x 256 fp16? The floor is the
 // bytes (A 4 MB in, out 8 MB: ~3 µs at 4.27 TB/s) and 2 GFLOP (~3 µs of mma.sync); PyTorch's

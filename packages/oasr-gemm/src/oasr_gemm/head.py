@@ -1,12 +1,12 @@
 """`gemm_log_softmax`: the CTC head, log_softmax(A · Bᵀ + C) over the vocabulary.
 
-One kernel for 128 <= V <= 512 from 2000 rows on sm90 (`runs_one_kernel`:
+One kernel on sm90 for V <= 256, and for V <= 512 from 2000 rows (`runs_one_kernel`:
 ``csrc/log_softmax_head_sm90.cu``): a CTA holds 64 rows' logits for the whole vocabulary in
 registers, so the logits never leave the SM and the output is written once. Like every route,
 it rounds the logits to A's dtype before the softmax, as PyTorch does; a logit whose fp32 sum
 lies at a rounding boundary may round the other way than in the two passes (their GEMM adds in
-another order), so a row can differ by a logit's ulp between a call under 2000 rows and one
-over.
+another order), so at 256 < V <= 512 a row can differ by a logit's ulp between a call under
+2000 rows and one over.
 
 Otherwise two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
 then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's softmax) reads each row
@@ -39,13 +39,13 @@ from .gemm import _check_tma, _gemm, _rows, check_gemm_args, require_cuda
 
 #: The one-kernel head's largest vocabulary: a CTA keeps 64 rows x 512 fp32 logits in registers.
 HEAD_MAX_VOCAB = 512
-#: It takes a call from this many rows (M) and this vocabulary on. Below, the two passes are as
-#: fast or faster: one CTA's chain (TMA, the K loop, the row reductions, the stores) is 7-9 µs
-#: however few its rows, and at V 33 its 256 columns a warpgroup are mostly padding. H200, fp16
-#: (benchmarks/log_softmax_head.py): against the two passes 0.6-0.85x at 64-301 rows,
-#: 0.8-1.07x at 1000, 1.04-2.3x at 2000, 1.7-1.9x at 8000-32000 rows of V 500; docs/gemm.md.
+#: With V > 256 (a CTA of two warpgroups) it takes a call from this many rows (M) on; below, the
+#: two passes are as fast or faster: one CTA's chain (TMA, the K loop, the row reductions, the
+#: stores) is 8-16 µs however few its rows. V <= 256 (one warpgroup) wins at every M measured.
+#: H200, fp16, against the two passes (benchmarks/log_softmax_head.py): V 500 0.67-0.85x at
+#: 64-301 rows, 0.94-1.05x at 1000, 1.11-1.35x at 2000, 1.8-2.3x at 8000-32000; V 33 and 255
+#: 1.05-3.0x from 64 rows; docs/gemm.md.
 HEAD_MIN_ROWS = 2000
-HEAD_MIN_VOCAB = 128
 
 
 @functools.cache
@@ -56,14 +56,14 @@ def _is_sm90(device: torch.device) -> bool:
 def runs_one_kernel(
     A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None, out: torch.Tensor | None
 ) -> bool:
-    """Whether the one-kernel head takes this call: sm90, `HEAD_MIN_ROWS` rows or more,
-    `HEAD_MIN_VOCAB` <= V <= `HEAD_MAX_VOCAB`, K a positive multiple of 8, A's rows and B
-    readable by TMA (16-byte start and row stride), C absent or a bias vector, ``out`` (when
-    given) starting on 16 bytes. Else the two passes run."""
+    """Whether the one-kernel head takes this call: sm90, V <= `HEAD_MAX_VOCAB` (from
+    `HEAD_MIN_ROWS` rows when V > 256), K a positive multiple of 8, A's rows and B readable by
+    TMA (16-byte start and row stride), C absent or a bias vector, ``out`` (when given)
+    starting on 16 bytes. Else the two passes run."""
     V, K = B.shape
-    if A.device.type != "cuda" or math.prod(A.shape[:-1]) < HEAD_MIN_ROWS:
+    if A.device.type != "cuda" or not (0 < V <= HEAD_MAX_VOCAB and K > 0 and K % 8 == 0):
         return False
-    if not (max(HEAD_MIN_VOCAB, 1) <= V <= HEAD_MAX_VOCAB and K > 0 and K % 8 == 0):
+    if V > 256 and math.prod(A.shape[:-1]) < HEAD_MIN_ROWS:
         return False
     if C is not None and (C.dim() != 1 or not C.is_contiguous()):
         return False

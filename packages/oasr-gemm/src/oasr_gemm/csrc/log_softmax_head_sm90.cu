@@ -1,22 +1,25 @@
-// gemm_log_softmax in one kernel for small vocabularies (module oasr_gemm_log_softmax, sm_90a):
+// gemm_log_softmax in one kernel for small vocabularies (module oasr_gemm_log_softmax_head, sm_90a):
 // out [M, V] = log_softmax(A [M, K] · B [V, K]ᵀ + bias [V]) for V <= 512, without the logits
 // ever leaving the SM. The two-pass route (a GEMM writing the logits, the row pass reading them
 // back) moves the [M, V] tensor three times; here it is written once.
 //
 // A CTA owns 64 rows and all (up to 512) columns, so each row's max and sum are complete inside
-// it. Two warpgroups; warpgroup g computes columns [256 g, 256 g + 256) with wgmma m64n256k16
-// (128 fp32 accumulators a thread). K streams through two shared-memory stages of 64 (128 bytes
-// of a row: one 128B-swizzle atom), loaded by TMA: A's box 64 x 64, B's two boxes of 256 rows
-// (one when V <= 256). TMA zero-fills rows past M or V and K past its end. The epilogue adds the
-// bias (-inf past V), reduces each row's max and sum of exp (the quad's lanes by shuffles, the
-// two warpgroups through shared memory), stages the log-probabilities in the stage buffers and
+// it. Warpgroup g computes columns [256 g, 256 g + 256) with wgmma m64n256k16 (128 fp32
+// accumulators a thread): two warpgroups for V > 256, one below. K streams through three
+// shared-memory stages of 64 (128 bytes of a row: one 128B-swizzle atom), loaded by TMA: A's
+// box 64 x 64, B's boxes of 256 rows; a chunk's MMAs stay in flight while the next chunk's are
+// issued. TMA zero-fills rows past M or V and K past its end. The epilogue adds the bias (-inf
+// past V), rounds the logits to T (as PyTorch's log_softmax(linear(x)) and the two-pass route
+// see them), reduces each row's max and sum of exp (the quad's lanes by shuffles, the
+// warpgroups through shared memory), stages the log-probabilities in the stage buffers and
 // copies the CTA's rows, one contiguous span of out, with 16-byte stores.
 //
-// Measured on the H200 (session 12, fp16, 8000 x 500 x 256): 12.1 µs against 21.0 for the same
-// kernel with cp.async loads and stores straight from the accumulators, and 22.9 for the two
-// passes; the phases (globaltimer stamps per CTA): first TMA 1.4 µs, wgmma 0.76 µs per K chunk,
-// row reductions 2.0, stores 2.3 (8 MB at DRAM write speed). docs/gemm.md, "One kernel for
-// V <= 512".
+// Measured on the H200 (session 12, fp16, 8000 x 500 x 256): the two passes 19.8 µs; this kernel
+// with cp.async loads and stores straight from the accumulators 21.0, with the output staged
+// 14.2, with TMA 12.1 (first load 1.4 µs, wgmma 0.76 µs a K chunk, row reductions 2.0, stores
+// 2.3: 8 MB at DRAM write speed), with three stages, MMAs kept in flight and two fewer
+// instructions an output 10.7 (events; docs/gemm.md, "One kernel for V <= 256,
+// and V <= 512 from 2000 rows").
 #include <cuda.h>  // CUtensorMap and its encoder's types; the encoder comes from the runtime
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -36,17 +39,17 @@ constexpr int kRows = 64;           // rows per CTA
 constexpr int kCols = 512;          // columns per CTA: the largest V
 constexpr int kGroupCols = 256;     // columns per warpgroup (one wgmma N)
 constexpr int kChunkK = 64;         // K per stage: 128 bytes, the swizzle atom's width
-constexpr int kThreads = 256;       // two warpgroups
+constexpr int kStages = 3;          // 3 x 72 KB of shared memory
 constexpr int kStageA = kRows * kChunkK;  // elements
 constexpr int kStageB = kCols * kChunkK;
 
 template <typename T>
 struct SharedStorage {
-  alignas(1024) T a[2][kStageA];  // 128B-swizzled: 16-byte piece p of row r at p ^ (r % 8)
-  alignas(1024) T b[2][kStageB];  // (the layout TMA writes and the descriptors name)
-  float bias[kCols];              // -inf past V: those columns drop out of max and sum
-  float partial[kRows][2];        // a row's max, then sum, per warpgroup
-  alignas(8) uint64_t full[2];    // a stage's TMA bytes have landed
+  alignas(1024) T a[kStages][kStageA];  // 128B-swizzled: 16-byte piece p of row r at p ^ (r % 8)
+  alignas(1024) T b[kStages][kStageB];  // (the layout TMA writes and the descriptors name)
+  float bias[kCols];                    // -inf past V: those columns drop out of max and sum
+  float partial[kRows][2];              // a row's max, then sum, per warpgroup
+  alignas(8) uint64_t full[kStages];    // a stage's TMA bytes have landed
 };
 // the output tile [64][V] is staged in the B stages once the K loop is done
 static_assert(sizeof(SharedStorage<half>::b) >= kRows * kCols * sizeof(half));
@@ -159,97 +162,104 @@ struct HeadMaps {
   CUtensorMap b;  // B [V, K], box 256 x 64
 };
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads, 1)
+// kGroups warpgroups: 2 for V > 256, else 1 (a CTA of 128 threads: no columns left idle)
+template <typename T, int kGroups>
+__global__ void __launch_bounds__(kGroups * 128, 1)
     log_softmax_head_kernel(const __grid_constant__ HeadMaps maps, const T* __restrict__ bias,
                             T* __restrict__ out, int M, int K, int V) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
   __trap();  // built for another architecture too (OASR_CUDA_ARCH_LIST); the launcher refuses
 #else
+  constexpr int kThreads = kGroups * 128;
   extern __shared__ unsigned char smem_raw[];
   auto& s = *reinterpret_cast<SharedStorage<T>*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int m0 = blockIdx.x * kRows;
   const int chunks = (K + kChunkK - 1) / kChunkK;
-  const int b_boxes = V > kGroupCols ? 2 : 1;  // V <= 256: warpgroup 1 has no columns
-  const unsigned stage_bytes = (kStageA + b_boxes * kGroupCols * kChunkK) * sizeof(T);
+  constexpr unsigned kStageBytes = (kStageA + kGroups * kGroupCols * kChunkK) * sizeof(T);
   auto load_chunk = [&](int stage, int chunk) {
-    barrier_expect_bytes(&s.full[stage], stage_bytes);
+    barrier_expect_bytes(&s.full[stage], kStageBytes);
     tma_load(s.a[stage], &maps.a, chunk * kChunkK, m0, &s.full[stage]);
-    for (int box = 0; box < b_boxes; ++box) {
+#pragma unroll
+    for (int box = 0; box < kGroups; ++box) {
       tma_load(s.b[stage] + box * kGroupCols * kChunkK, &maps.b, chunk * kChunkK,
                box * kGroupCols, &s.full[stage]);
     }
   };
   if (threadIdx.x == 0) {
-    barrier_init(&s.full[0]);
-    barrier_init(&s.full[1]);
+    for (int i = 0; i < kStages; ++i) barrier_init(&s.full[i]);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    load_chunk(0, 0);
-    if (chunks > 1) load_chunk(1, 1);
+    for (int i = 0; i < kStages && i < chunks; ++i) load_chunk(i, i);
   }
   for (int c = threadIdx.x; c < kCols; c += kThreads) {
     s.bias[c] = c >= V ? -INFINITY : bias != nullptr ? to_float(bias[c]) : 0.0f;
   }
   __syncthreads();  // the barriers are initialised, the bias is in place
 
+  // K loop: chunk c's MMAs stay in flight while chunk c + 1's are issued; once chunk c - 1's are
+  // done in every warpgroup, its stage is refilled with chunk c - 1 + kStages.
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-  const bool computes = group * kGroupCols < V;
   for (int c = 0; c < chunks; ++c) {
-    const int stage = c & 1;
-    barrier_wait(&s.full[stage], (c >> 1) & 1);
-    if (computes) {
-      const T* sa = s.a[stage];
-      const T* sb = s.b[stage] + group * kGroupCols * kChunkK;
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    const int stage = c % kStages;
+    barrier_wait(&s.full[stage], (c / kStages) & 1);
+    const T* sa = s.a[stage];
+    const T* sb = s.b[stage] + group * kGroupCols * kChunkK;
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int kk = 0; kk < kChunkK / 16; ++kk) {
-        wgmma_m64n256k16<T>(acc, descriptor(sa + kk * 16), descriptor(sb + kk * 16));
-      }
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    for (int kk = 0; kk < kChunkK / 16; ++kk) {
+      wgmma_m64n256k16<T>(acc, descriptor(sa + kk * 16), descriptor(sb + kk * 16));
     }
-    __syncthreads();  // both warpgroups are done with this stage: refill it
-    if (threadIdx.x == 0 && c + 2 < chunks) load_chunk(stage, c + 2);
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0 && c >= 1 && c - 1 + kStages < chunks) {
+      load_chunk((c - 1) % kStages, c - 1 + kStages);
+    }
   }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
   // acc[4 j + 2 h + e]: row 16 warp + lane / 4 + 8 h of the CTA, column
   // 256 group + 8 j + 2 (lane % 4) + e (the m64nNk16 accumulator layout)
   const int col_base = group * kGroupCols + (lane % 4) * 2;
-  constexpr float kLog2e = 1.4426950408889634f;
   float row_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int j = 0; j < 32; ++j) {
     const float2 b = *reinterpret_cast<const float2*>(&s.bias[col_base + 8 * j]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // the logits rounded to T, as PyTorch's F.linear leaves them; base 2 from here on
+      // the logits rounded to T, as PyTorch's F.linear leaves them
       const float2 x = rounded<T>(acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y);
-      acc[4 * j + 2 * h] = x.x * kLog2e;
-      acc[4 * j + 2 * h + 1] = x.y * kLog2e;
-      row_max[h] = fmaxf(row_max[h], fmaxf(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+      acc[4 * j + 2 * h] = x.x;
+      acc[4 * j + 2 * h + 1] = x.y;
+      row_max[h] = fmaxf(row_max[h], fmaxf(x.x, x.y));
     }
   }
+  // a row's max and sum: the quad's lanes, then the warpgroups through shared memory
+  auto across_groups = [&](int row, bool is_max) {
+    float v = s.partial[row][0];
+    if (kGroups == 2) v = is_max ? fmaxf(v, s.partial[row][1]) : v + s.partial[row][1];
+    return v;
+  };
+  constexpr float kLog2e = 1.4426950408889634f;
   float row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int row = 16 * warp + lane / 4 + 8 * h;
     row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
     row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
-    if (lane % 4 == 0) s.partial[row][group] = row_max[h];
+    if (lane % 4 == 0) s.partial[16 * warp + lane / 4 + 8 * h][group] = row_max[h];
   }
   __syncthreads();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int row = 16 * warp + lane / 4 + 8 * h;
-    row_max[h] = fmaxf(s.partial[row][0], s.partial[row][1]);
+    row_max[h] = across_groups(16 * warp + lane / 4 + 8 * h, true);
+    const float shift = row_max[h] * kLog2e;  // exp(x - max) = 2^(x log2(e) - max log2(e))
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
-      row_sum[h] += exp2_approx(acc[4 * j + 2 * h] - row_max[h]) +
-                    exp2_approx(acc[4 * j + 2 * h + 1] - row_max[h]);
+      row_sum[h] += exp2_approx(fmaf(acc[4 * j + 2 * h], kLog2e, -shift)) +
+                    exp2_approx(fmaf(acc[4 * j + 2 * h + 1], kLog2e, -shift));
     }
     row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
     row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
@@ -261,21 +271,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
-  // log_softmax = (x - max - log2(sum)) / log2(e), staged as out's rows are laid out: the CTA's
-  // rows are one contiguous span of out, copied below with 16-byte stores. The K loop has
-  // finished with the B stages (the last __syncthreads of the loop).
+  // x - max - log(sum), staged as out's rows are laid out: the CTA's rows are one contiguous
+  // span of out, copied below with 16-byte stores. The K loop is done with the B stages.
   T* tile = s.b[0];
-  constexpr float kLn2 = 0.6931471805599453f;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = 16 * warp + lane / 4 + 8 * h;
-    const float shift = row_max[h] + log2f(s.partial[row][0] + s.partial[row][1]);
+    const float shift = row_max[h] + __logf(across_groups(row, false));
     T* tile_row = tile + row * V;
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
       const int col = col_base + 8 * j;
-      const T y0 = from_float<T>((acc[4 * j + 2 * h] - shift) * kLn2);
-      const T y1 = from_float<T>((acc[4 * j + 2 * h + 1] - shift) * kLn2);
+      const T y0 = from_float<T>(acc[4 * j + 2 * h] - shift);
+      const T y1 = from_float<T>(acc[4 * j + 2 * h + 1] - shift);
       if (V % 2 == 0) {  // the pair is 4-byte aligned: one store
         if (col < V) *reinterpret_cast<Pair<T>*>(tile_row + col) = Pair<T>{y0, y1};
       } else {
@@ -345,6 +353,31 @@ int64_t max_shared_bytes(int device) {
   return bytes;
 }
 
+template <typename T, int kGroups>
+void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, int64_t K, int64_t V,
+            const DeviceScope& scope) {
+  const int smem_bytes = int(sizeof(SharedStorage<T>)) + 1024;  // + the 1024-byte alignment
+  // once per device: the opt-in to more than 48 KB of shared memory
+  static std::atomic<uint64_t> opted_in{0};
+  const uint64_t bit = uint64_t(1) << (scope.device_id() % 64);
+  if (!(opted_in.load(std::memory_order_acquire) & bit)) {
+    if (max_shared_bytes(scope.device_id()) < smem_bytes) {
+      TVM_FFI_THROW(RuntimeError) << "the one-kernel head needs " << smem_bytes
+                                  << " bytes of shared memory a block; this GPU has less";
+    }
+    check_cuda_status(cudaFuncSetAttribute(log_softmax_head_kernel<T, kGroups>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           smem_bytes),
+                      "setting the head kernel's shared memory");
+    opted_in.fetch_or(bit, std::memory_order_release);
+  }
+  const dim3 grid(unsigned((M + kRows - 1) / kRows));
+  log_softmax_head_kernel<T, kGroups><<<grid, kGroups * 128, smem_bytes, scope.stream()>>>(
+      maps, static_cast<const T*>(bias), reinterpret_cast<T*>(data_bytes(out)), int(M), int(K),
+      int(V));
+  OASR_CHECK_LAUNCH("the one-kernel head");
+}
+
 // out [M, V] (contiguous, 16-byte aligned) = log_softmax(a [M, K] · b [V, K]ᵀ + bias [V]):
 // a's rows with any 16-byte-multiple stride and a unit column stride, b contiguous, V <= 512,
 // K a multiple of 8 and at least 1; sm_90 only.
@@ -405,26 +438,11 @@ void log_softmax_head_sm90(TensorView out, TensorView a, TensorView b, OptionalT
       k_major_map(data_bytes(a), a.dtype(), M, K, a.size(0) > 1 ? a.stride(0) : K, kRows, "A"),
       k_major_map(data_bytes(b), b.dtype(), V, K, K, kGroupCols, "B")};
   OASR_DISPATCH_HALF_DTYPE(out.dtype(), "out", T, [&] {
-    const int smem_bytes = int(sizeof(SharedStorage<T>)) + 1024;  // + the 1024-byte alignment
-    // once per device: the opt-in to more than 48 KB of shared memory
-    static std::atomic<uint64_t> opted_in{0};
-    const uint64_t bit = uint64_t(1) << (scope.device_id() % 64);
-    if (!(opted_in.load(std::memory_order_acquire) & bit)) {
-      if (max_shared_bytes(scope.device_id()) < smem_bytes) {
-        TVM_FFI_THROW(RuntimeError) << "the one-kernel head needs " << smem_bytes
-                                    << " bytes of shared memory a block; this GPU has less";
-      }
-      check_cuda_status(cudaFuncSetAttribute(log_softmax_head_kernel<T>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             smem_bytes),
-                        "setting the head kernel's shared memory");
-      opted_in.fetch_or(bit, std::memory_order_release);
+    if (V > kGroupCols) {
+      launch<T, 2>(maps, bias_ptr, out, M, K, V, scope);
+    } else {
+      launch<T, 1>(maps, bias_ptr, out, M, K, V, scope);
     }
-    const dim3 grid(unsigned((M + kRows - 1) / kRows));
-    log_softmax_head_kernel<T><<<grid, kThreads, smem_bytes, scope.stream()>>>(
-        maps, static_cast<const T*>(bias_ptr), reinterpret_cast<T*>(data_bytes(out)), int(M),
-        int(K), int(V));
-    OASR_CHECK_LAUNCH("the one-kernel head");
   });
 }
 
