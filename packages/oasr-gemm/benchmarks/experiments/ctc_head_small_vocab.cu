@@ -1,12 +1,13 @@
 // The CTC head for small vocabularies in one kernel: out = log_softmax(A · Bᵀ + bias) over V <= 512
 // (character CTC, V ~ 30; BPE 500), no logits written and re-read.
 //
-// Outcome (session 12): the production kernel is oasr_gemm's csrc/log_softmax_head_sm90.cu, the
-// wgmma kernel below with TMA loads into three stages and its output staged in shared memory
-// (10.7-11.0 µs at the default shape). Here, the two cp.async kernels measured on the way: mma.sync 22.9 µs, wgmma
-// 19.7-21.0 µs, most of it stores straight from the accumulators (7.2 µs) and the cp.async
-// issue of the K loop (docs/gemm.md, "One kernel for V <= 256, and V <= 512 from 2000
-// rows").
+// Outcome (session 12): the production kernel is oasr_gemm's csrc/log_softmax_head_sm90.cu, on
+// wgmma with TMA loads into three stages and its output staged in shared memory (10.7-11.0 µs
+// at the default shape). This file keeps the first kernel, on mma.sync (22.9 µs); its wgmma
+// successor and the variants measured on the way are in ctc_head_phases.cu: 19.7-21.0 µs with
+// cp.async loads and stores straight from the accumulators, 7.2 µs of it stores, and the
+// cp.async issue of the K loop; docs/gemm.md, "One kernel for V <= 256, and V <= 512 from 2000
+// rows".
 //
 // Question: how close does one pass get to its floor at 8000 x 500 x 256 fp16? The floor is the
 // bytes (A 4 MB in, out 8 MB: ~3 µs at 4.27 TB/s) and 2 GFLOP (~3 µs of mma.sync); PyTorch's
@@ -261,218 +262,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// ------------------------------------------------------------------------------------------------
-// The same head on Hopper's asynchronous tensor-core path (session 11; run in session 12: correct
-// at every shape of the header's list, 19.6-25.6 µs).
-// The mma.sync kernel above is latency-bound: one CTA of 8 warps per SM, a warp issuing every
-// 8.4 cycles, 512 of its 4742 instructions tensor-core ones (ncu on the H200). wgmma takes the
-// K loop off the issue path: a warpgroup's m64n256k16 reads both operands from shared memory
-// and runs asynchronously, so the warps only stage K chunks and run the epilogue.
-//
-// CTA: 64 rows x 512 columns, two warpgroups (256 threads), warpgroup g owning columns
-// [256 g, 256 g + 256): 128 float32 accumulators a thread. K streams in chunks of 64 (128 bytes
-// of a row: one 128-byte swizzle atom wide) through two stages of cp.async, A 8 KB + B 64 KB a
-// stage. Shared memory holds each 8-row x 128-byte block in the 128B-swizzle layout (16-byte
-// piece p of row r at p ^ (r % 8)), which the wgmma descriptors name: leading offset unused
-// (16 bytes), stride 1024 bytes between 8-row groups, swizzle mode 1 (128B), base 1024-aligned;
-// the k16 steps inside a chunk advance the start address by 32 bytes. The accumulator of thread
-// (warp w of the group, lane l) holds rows 16 w + l / 4 (+ 8) at columns 8 j + 2 (l % 4) (+ 1),
-// j = 0..31: the mma.sync fragment, 32 times across.
-constexpr int kWgChunkK = 64;
-constexpr int kWgThreads = 256;
-constexpr int kWgStageA = kRows * kWgChunkK;  // halves
-constexpr int kWgStageB = kCols * kWgChunkK;
-constexpr int kWgSmemBytes =
-    1024 + 2 * (kWgStageA + kWgStageB) * 2 + kCols * 4 + kRows * 2 * 4;  // + alignment slack
-
-__device__ __forceinline__ int swizzled128(int row, int piece) {  // in halves
-  return row * kWgChunkK + ((piece ^ (row & 7)) * 8);
-}
-
-__device__ __forceinline__ uint64_t smem_descriptor(const half* tile) {
-  const uint64_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
-}
-
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a,
-                                                 uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %130, 0;\n"  // scale-d: accumulate
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
-      "}, %128, %129, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
-        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
-        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
-        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
-        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
-        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
-        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
-        "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(1));
-}
-
-__device__ __forceinline__ void keep_in_registers(float (&d)[128]) {
-#pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Stage the K chunk at k0 (pieces past M, V or K are zero): A 64 x 8 pieces, B 512 x 8.
-__device__ __forceinline__ void wg_load_chunk(half* sa, half* sb, const half* A, const half* B,
-                                              int M, int K, int V, int m0, int k0) {
-  const int t = threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < kRows * 8 / kWgThreads; ++i) {
-    const int idx = i * kWgThreads + t, row = idx / 8, piece = idx % 8, k = k0 + piece * 8;
-    const bool valid = m0 + row < M && k < K;
-    cp_async_16(sa + swizzled128(row, piece), valid ? A + size_t(m0 + row) * K + k : A, valid);
-  }
-#pragma unroll
-  for (int i = 0; i < kCols * 8 / kWgThreads; ++i) {
-    const int idx = i * kWgThreads + t, row = idx / 8, piece = idx % 8, k = k0 + piece * 8;
-    const bool valid = row < V && k < K;
-    cp_async_16(sb + swizzled128(row, piece), valid ? B + size_t(row) * K + k : B, valid);
-  }
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-__global__ void __launch_bounds__(kWgThreads, 1)
-    ctc_head_small_vocab_wgmma(const half* __restrict__ A, const half* __restrict__ B,
-                               const half* __restrict__ bias, half* __restrict__ out, int M,
-                               int K, int V) {
-  extern __shared__ unsigned char smem_raw[];
-  unsigned char* base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  half* smem_a = reinterpret_cast<half*>(base);  // [2][64][64], 8 KB a stage
-  half* smem_b = smem_a + 2 * kWgStageA;          // [2][512][64], 64 KB a stage
-  float* smem_bias = reinterpret_cast<float*>(smem_b + 2 * kWgStageB);  // [512], -inf past V
-  float* smem_red = smem_bias + kCols;                                   // [64 rows][2 groups]
-  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  const int m0 = blockIdx.x * kRows;
-  for (int c = threadIdx.x; c < kCols; c += kWgThreads) {
-    smem_bias[c] = c < V ? __half2float(bias[c]) : -INFINITY;
-  }
-
-  float acc[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-
-  const int num_chunks = (K + kWgChunkK - 1) / kWgChunkK;
-  wg_load_chunk(smem_a, smem_b, A, B, M, K, V, m0, 0);
-  for (int c = 0; c < num_chunks; ++c) {
-    const int stage = c & 1;
-    if (c + 1 < num_chunks) {
-      wg_load_chunk(smem_a + (stage ^ 1) * kWgStageA, smem_b + (stage ^ 1) * kWgStageB, A, B, M,
-                    K, V, m0, (c + 1) * kWgChunkK);
-      asm volatile("cp.async.wait_group 1;\n" ::);
-    } else {
-      asm volatile("cp.async.wait_group 0;\n" ::);
-    }
-    // cp.async wrote through the generic proxy; wgmma reads through the async one
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    const half* sa = smem_a + stage * kWgStageA;
-    const half* sb = smem_b + stage * kWgStageB + group * 256 * kWgChunkK;
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < kWgChunkK / 16; ++kk) {
-      wgmma_m64n256k16(acc, smem_descriptor(sa + kk * 16), smem_descriptor(sb + kk * 16));
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    keep_in_registers(acc);
-    __syncthreads();  // the next iteration's loads overwrite this stage
-  }
-
-  // Epilogue: acc[4 j + 2 h + e] is row 16 warp + lane / 4 + 8 h of the CTA, column
-  // 256 group + 8 j + 2 (lane % 4) + e.
-  const int col_base = group * 256 + (lane % 4) * 2;
-  float row_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    const float2 b = *reinterpret_cast<const float2*>(smem_bias + col_base + 8 * j);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      acc[4 * j + 2 * h] += b.x;
-      acc[4 * j + 2 * h + 1] += b.y;
-      row_max[h] = fmaxf(row_max[h], fmaxf(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
-    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
-    if (lane % 4 == 0) smem_red[(16 * warp + lane / 4 + 8 * h) * 2 + group] = row_max[h];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float* partial = smem_red + (16 * warp + lane / 4 + 8 * h) * 2;
-    row_max[h] = fmaxf(partial[0], partial[1]);
-  }
-  __syncthreads();  // smem_red is reused for the sums
-  constexpr float kLog2e = 1.44269504f;
-  float row_sum[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float shift = row_max[h] * kLog2e;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      row_sum[h] += exp2f(fmaf(acc[4 * j + 2 * h], kLog2e, -shift)) +
-                    exp2f(fmaf(acc[4 * j + 2 * h + 1], kLog2e, -shift));
-    }
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
-    if (lane % 4 == 0) smem_red[(16 * warp + lane / 4 + 8 * h) * 2 + group] = row_sum[h];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row_in_cta = 16 * warp + lane / 4 + 8 * h;
-    const float* partial = smem_red + row_in_cta * 2;
-    const float shift = row_max[h] + logf(partial[0] + partial[1]);
-    const int row = m0 + row_in_cta;
-    if (row >= M) continue;
-    half* out_row = out + size_t(row) * V;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int col = col_base + 8 * j;
-      const float y0 = acc[4 * j + 2 * h] - shift, y1 = acc[4 * j + 2 * h + 1] - shift;
-      if (V % 2 == 0) {
-        if (col < V) *reinterpret_cast<half2*>(out_row + col) = __floats2half2_rn(y0, y1);
-      } else {
-        if (col < V) out_row[col] = __float2half_rn(y0);
-        if (col + 1 < V) out_row[col + 1] = __float2half_rn(y1);
-      }
-    }
-  }
-}
-
 // Reference: float32 logits (one thread per output), then a row log_softmax (one thread a row).
 __global__ void reference_logits(const half* A, const half* B, const half* bias, float* logits,
                                  int M, int K, int V) {
@@ -506,6 +295,32 @@ __global__ void fill_random(half* x, size_t n, unsigned seed, float scale) {
   x[i] = __float2half((float(h & 0xffffff) / float(0xffffff) * 2.0f - 1.0f) * scale);
 }
 
+// The buffers of one shape: kInputs rotating A (64 MB at the default shape: L2-cold), B, the
+// bias, the output and the float32 reference; random, never zeros.
+constexpr int kInputs = 16;
+struct HeadInputs {
+  std::vector<half*> a;
+  half *b, *bias, *out;
+  float* ref;
+};
+
+HeadInputs make_inputs(int M, int K, int V) {
+  HeadInputs in;
+  in.a.resize(kInputs);
+  for (auto& p : in.a) CHECK(cudaMalloc(&p, size_t(M) * K * sizeof(half)));
+  CHECK(cudaMalloc(&in.b, size_t(V) * K * sizeof(half)));
+  CHECK(cudaMalloc(&in.bias, size_t(V) * sizeof(half)));
+  CHECK(cudaMalloc(&in.out, size_t(M) * V * sizeof(half)));
+  CHECK(cudaMalloc(&in.ref, size_t(M) * V * sizeof(float)));
+  auto fill = [](half* p, size_t n, unsigned seed, float scale) {
+    fill_random<<<unsigned((n + 255) / 256), 256>>>(p, n, seed, scale);
+  };
+  for (int i = 0; i < kInputs; ++i) fill(in.a[i], size_t(M) * K, 17u + i, 1.0f);
+  fill(in.b, size_t(V) * K, 3u, 3.0f / std::sqrt(float(K)));  // logits of a few units
+  fill(in.bias, V, 5u, 1.0f);
+  return in;
+}
+
 int main(int argc, char** argv) {
   const int M = argc > 3 ? std::atoi(argv[1]) : 8000;
   const int K = argc > 3 ? std::atoi(argv[2]) : 256;
@@ -514,21 +329,10 @@ int main(int argc, char** argv) {
     std::printf("need K %% 8 == 0 and 1 <= V <= %d\n", kCols);
     return 1;
   }
-  constexpr int kInputs = 16;  // rotating A buffers: 16 x 4 MB at the default shape
-  std::vector<half*> a(kInputs);
-  for (auto& p : a) CHECK(cudaMalloc(&p, size_t(M) * K * sizeof(half)));
-  half *b, *bias, *out;
-  float* ref;
-  CHECK(cudaMalloc(&b, size_t(V) * K * sizeof(half)));
-  CHECK(cudaMalloc(&bias, size_t(V) * sizeof(half)));
-  CHECK(cudaMalloc(&out, size_t(M) * V * sizeof(half)));
-  CHECK(cudaMalloc(&ref, size_t(M) * V * sizeof(float)));
-  auto fill = [](half* p, size_t n, unsigned seed, float scale) {
-    fill_random<<<unsigned((n + 255) / 256), 256>>>(p, n, seed, scale);
-  };
-  for (int i = 0; i < kInputs; ++i) fill(a[i], size_t(M) * K, 17u + i, 1.0f);
-  fill(b, size_t(V) * K, 3u, 3.0f / std::sqrt(float(K)));  // logits of a few units
-  fill(bias, V, 5u, 1.0f);
+  const HeadInputs in = make_inputs(M, K, V);
+  const std::vector<half*>& a = in.a;
+  half *b = in.b, *bias = in.bias, *out = in.out;
+  float* ref = in.ref;
   using Kernel = void (*)(const half*, const half*, const half*, half*, int, int, int);
   const dim3 grid((M + kRows - 1) / kRows);
   reference_logits<<<unsigned((int64_t(M) * V + 255) / 256), 256>>>(a[0], b, bias, ref, M, K, V);
@@ -580,6 +384,5 @@ int main(int argc, char** argv) {
                 us, bytes / us / 1e3, flops / us / 1e6, grid.x, threads, smem_bytes / 1024);
   };
   check_and_time("mma.sync", ctc_head_small_vocab, kThreads, kSmemBytes);
-  check_and_time("wgmma", ctc_head_small_vocab_wgmma, kWgThreads, kWgSmemBytes);
   return all_ok ? 0 : 2;
 }
