@@ -12,6 +12,7 @@ import torch
 from decoder_reference import random_case, random_log_probs
 
 import oasr_decoder as dec
+from oasr_decoder import ctc_cuda
 from oasr_jit.testing import skip_unless_gpu
 
 pytestmark = skip_unless_gpu()
@@ -372,6 +373,54 @@ def test_decoders_capture_in_a_graph():
 
 # ---------------------------------------------------------------------------------------------
 # refusals
+
+
+# ---------------------------------------------------------------------------------------------
+# the chunk kernel: its top-k CTAs beside the rows, its scratch left zeroed
+
+
+@pytest.mark.parametrize("producers", [1, 3, 0, 2000])
+def test_chunk_any_number_of_top_k_ctas(monkeypatch, producers):
+    """One top-k CTA that every row waits on, a few, the default, more CTAs than the GPU holds
+    at once: the same hypotheses as the CPU search (lengths short of T included)."""
+    monkeypatch.setattr(ctc_cuda, "_CHUNK_PRODUCERS", producers)
+    rng = random.Random(producers)
+    B, T, V = 9, 41, 700
+    log_probs = torch.stack([random_log_probs(rng, T, V, "peaky", 0) for _ in range(B)])
+    lengths = [rng.randint(0, T) for _ in range(B)]
+    for dtype in (torch.float32, torch.bfloat16):
+        got, want = _gpu_vs_cpu(log_probs.to(dtype), lengths, beam_size=10, nbest=2)
+        _assert_same_hyps(got.to_hypotheses(), want, (producers, dtype))
+
+
+def test_chunk_refuses_a_negative_number_of_top_k_ctas(monkeypatch):
+    monkeypatch.setattr(ctc_cuda, "_CHUNK_PRODUCERS", -1)
+    lp = torch.log_softmax(torch.randn(2, 5, 7, device="cuda"), -1)
+    with pytest.raises(ValueError, match="producers must be in"):
+        dec.ctc_beam_search_decode(lp)
+
+
+def test_chunk_scratch_is_zero_after_every_chunk():
+    """Short lengths, a NaN frame that stops a stream early (and its later chunks, which decode
+    nothing), a subset of the streams: after every accept the reused scratch is all zero, as
+    the next launch needs it."""
+    rng = random.Random(7)
+    S, T, V = 5, 12, 300
+    stream = dec.GpuStreamingDecoder(S, beam_size=6, max_frames=64)
+    for step in range(4):
+        chunk = torch.stack([random_log_probs(rng, T, V, "smooth", 0) for _ in range(S)]).cuda()
+        lengths = [rng.randint(0, T) for _ in range(S)]
+        if step == 1:
+            chunk[3, 4, 5] = math.nan  # stream 3 stops at its frame 4
+            lengths[3] = T
+        stream.accept(chunk, lengths=lengths)
+        top, sync = stream._scratch
+        assert int(top.count_nonzero()) == 0 and int(sync.count_nonzero()) == 0, step
+    stream.accept(chunk[:2], streams=[4, 1])
+    top, sync = stream._scratch
+    assert int(top.count_nonzero()) == 0 and int(sync.count_nonzero()) == 0
+    status = stream.result(check=False).status.tolist()
+    assert status[3] != 0 and status[:3] + status[4:] == [0, 0, 0, 0]
 
 
 def test_refusals():

@@ -46,6 +46,9 @@ _BAD_LOG_PROB, _OUT_OF_CAPACITY, _BAD_LENGTH, _BAD_STREAM = 1, 2, 4, 8
 #: ctc_cuda.cuh's counters[s, kNumFrames]: frames fed to stream s since its reset
 _COUNTER_FRAMES = 3
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# The chunk kernel's top-k CTAs, 0: the launcher's default. Tests pin it to reach the edges (one
+# top-k CTA that every row waits on), experiments to sweep it.
+_CHUNK_PRODUCERS = 0
 
 
 class CtcDecodeResult(NamedTuple):
@@ -305,21 +308,29 @@ class _BeamState:
         _jit.ctc_cuda_module().ctc_beam_rebuild_map(*self.tensors())
 
     def advance(
-        self, log_probs, lengths, streams, blank: int, skip_log_threshold: float, top=None
+        self, log_probs, lengths, streams, blank: int, skip_log_threshold: float, scratch=None
     ) -> None:
-        """``top``: the (ids, values) buffers of `top_buffers` to reuse, or None. One call: the
-        module launches the frames' top-k into them, then the advance."""
-        ids, values = self.top_buffers(log_probs) if top is None else top
+        """One launch: the frames' top-k and the advance. ``scratch``: the buffers of
+        `chunk_scratch` to reuse (the launch leaves them zeroed), or None for fresh ones."""
+        top, sync = self.chunk_scratch(log_probs) if scratch is None else scratch
         _jit.ctc_cuda_module().ctc_beam_advance(
-            *self.tensors(), log_probs, ids, values, lengths, streams, blank, skip_log_threshold
+            *self.tensors(),
+            log_probs,
+            top,
+            sync,
+            lengths,
+            streams,
+            blank,
+            skip_log_threshold,
+            _CHUNK_PRODUCERS,
         )
 
-    def top_buffers(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Room for the top 2 * beam + 1 tokens of every frame: int32 ids and their values."""
+    def chunk_scratch(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The chunk kernel's scratch, zeroed: the top 2 * beam + 1 tokens of every frame as
+        int64 words, and its three int32 counters."""
         k = min(log_probs.shape[-1], 2 * self.probs.shape[2] + 1)
-        shape = (*log_probs.shape[:-1], k)
-        ids = torch.empty(shape, dtype=torch.int32, device=log_probs.device)
-        return ids, torch.empty(shape, dtype=log_probs.dtype, device=log_probs.device)
+        top = torch.zeros(*log_probs.shape[:-1], k, dtype=torch.int64, device=log_probs.device)
+        return top, torch.zeros(3, dtype=torch.int32, device=log_probs.device)
 
     def result(self, nbest: int, max_len: int, streams: torch.Tensor | None) -> CtcDecodeResult:
         rows = self.probs.shape[0] if streams is None else streams.shape[0]
@@ -435,7 +446,7 @@ class GpuStreamingDecoder:
         self.vocab: int | None = None
         self._frames = [0] * num_streams  # frames fed per stream (an upper bound)
         self._frames_on_host = True  # False once a chunk was captured: replays feed uncounted
-        self._top = None  # the top-k buffers of the last chunk shape, reused
+        self._scratch = None  # the chunk kernel's scratch for the last chunk shape, reused
         self._state = _BeamState(
             num_streams, self.beam_size, max_frames * self.beam_size + 1, self.device
         )
@@ -509,15 +520,11 @@ class GpuStreamingDecoder:
             self._state.grow(
                 max(need, 2 * (self._state.capacity // self.beam_size)) * self.beam_size + 1
             )
-        top = self._top
-        if (
-            top is None
-            or top[0].shape[:-1] != log_probs.shape[:-1]
-            or top[1].dtype != log_probs.dtype
-        ):
-            top = self._top = self._state.top_buffers(log_probs)
+        scratch = self._scratch
+        if scratch is None or scratch[0].shape[:-1] != log_probs.shape[:-1]:
+            scratch = self._scratch = self._state.chunk_scratch(log_probs)
         self._state.advance(
-            log_probs, device_lengths, device_ids, self.blank, self._log_threshold, top
+            log_probs, device_lengths, device_ids, self.blank, self._log_threshold, scratch
         )
         if device_ids is None:
             self._frames = [n + chunk_frames for n in self._frames]

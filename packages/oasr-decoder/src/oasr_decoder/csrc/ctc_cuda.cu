@@ -1,8 +1,8 @@
 // Launchers of the GPU CTC decoders (module oasr_ctc_cuda): greedy collapse and the prefix beam
 // search state machine (reset, advance by a chunk of frames, read the n-best, rebuild the maps
-// after the pools grew). The kernels are in include/oasr/decoder/ctc_cuda.cuh; the advance
-// launches the top-k kernel (include/oasr/decoder/topk.cuh) for the chunk's frames first, so a
-// chunk is one call from Python.
+// after the pools grew). The kernels are in include/oasr/decoder/ctc_cuda.cuh; a chunk is one
+// launch of the chunk kernel, whose CTAs find the frames' top-k (include/oasr/decoder/topk.cuh)
+// while others advance the rows.
 //
 // The state of S streams is seven tensors, allocated by Python (ctc_cuda.py) and checked here
 // on every call: counters [S, 5] int32, probs [S, 4, beam] float64, entries [S, 3, beam] int32,
@@ -16,7 +16,6 @@
 
 #include "oasr/common/arch_facts.h"
 #include "oasr/decoder/ctc_cuda.cuh"
-#include "oasr/decoder/topk.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
@@ -195,26 +194,47 @@ void ctc_beam_rebuild_map(TensorView counters, TensorView probs, TensorView entr
   OASR_CHECK_LAUNCH("ctc_beam_rebuild_map kernel");
 }
 
-// Decodes frames [0, lengths[r]) of log_probs[r] into stream streams[r] (or r). top_ids
-// [R, T, K] int32 and top_vals [R, T, K] (log_probs' dtype), K >= min(V, 2 * beam + 1): scratch
-// that this call fills with each frame's K best tokens (log-prob desc, id asc) and their
-// log-probs, then the advance reads.
+// The chunk kernel's top-k CTAs: in all, and before the rows' CTAs.
+struct ChunkProducers {
+  int32_t first, all;
+};
+
+// producers 0: the default, which fills the SMs the rows leave idle and adds two per SM (the
+// more top-k CTAs run at once, the sooner the first frames are ready: at 64 streams x 16 frames
+// one per SM took 109 us a chunk, two 106); at least a quarter of the SMs' worth start before
+// the rows.
+ChunkProducers chunk_producers(int device, int64_t rows, int64_t producers) {
+  if (producers < 0 || producers > 65536) {
+    TVM_FFI_THROW(ValueError) << "producers must be in [0, 65536] (0: the default), got "
+                              << producers;
+  }
+  const int64_t sms = std::max(num_sms(device), 1);
+  const int64_t idle = std::max<int64_t>(sms - rows, 0);
+  const int64_t all = producers == 0 ? idle + 2 * sms : producers;
+  return {static_cast<int32_t>(std::min(all, std::max({idle, sms / 4, int64_t(1)}))),
+          static_cast<int32_t>(all)};
+}
+
+// Decodes frames [0, lengths[r]) of log_probs[r] into stream streams[r] (or r), in one launch.
+// top [R, T, K] int64 with K in [min(V, 2 * beam + 1), min(V, kMaxTop)] and sync [3] int32: the
+// launch's scratch, which must be all 0 (the launch leaves it so: allocate it zeroed once and
+// reuse it). producers: the top-k CTAs, 0 for the default.
 void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries, TensorView nodes,
                       TensorView links, TensorView map_keys, TensorView map_values,
-                      TensorView log_probs, TensorView top_ids, TensorView top_vals,
+                      TensorView log_probs, TensorView top, TensorView sync,
                       OptionalTensor lengths, OptionalTensor streams, int64_t blank,
-                      double skip_log_threshold) {
+                      double skip_log_threshold, int64_t producers) {
   DeviceScope scope(counters);
   const BeamState st =
       check_state(scope, counters, probs, entries, nodes, links, map_keys, map_values);
   check_log_probs(scope, log_probs);
   const int64_t rows = log_probs.size(0), frames = log_probs.size(1), vocab = log_probs.size(2);
-  const int64_t top_k = top_ids.ndim() == 3 ? top_ids.size(2) : -1;
-  check_state_tensor(scope, top_ids, kInt32, {rows, frames, top_k}, "top_ids");
-  check_state_tensor(scope, top_vals, log_probs.dtype(), {rows, frames, top_k}, "top_vals");
+  const int64_t top_k = top.ndim() == 3 ? top.size(2) : -1;
+  check_state_tensor(scope, top, kInt64, {rows, frames, top_k}, "top");
+  check_int32_vector(scope, sync, 3, "sync");
   const int64_t need = std::min<int64_t>(vocab, 2 * st.beam + 1);
   if (top_k < need || top_k > vocab || top_k > decoder::kMaxTop) {
-    TVM_FFI_THROW(ValueError) << "top_ids must hold K in [min(V, 2 * beam + 1) = " << need
+    TVM_FFI_THROW(ValueError) << "top must hold K in [min(V, 2 * beam + 1) = " << need
                               << ", min(V, " << decoder::kMaxTop << ")] tokens per frame, got "
                               << top_k;
   }
@@ -229,26 +249,15 @@ void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries,
                               << st.num_streams << " streams";
   }
   const int32_t blank_id = check_blank(blank, vocab);
-  if (const char* why = decoder::topk_can_implement(rows * frames, vocab, top_k)) {
-    TVM_FFI_THROW(ValueError) << "the frames' top-k of log_probs " << shape_str(log_probs)
-                              << ": " << why;
+  const ChunkProducers top_ctas = chunk_producers(scope.device_id(), rows, producers);
+  // Items are counted in int32, with each top-k CTA's last grab past the end.
+  if (rows * frames + int64_t(top_ctas.all) * kAdvanceThreads / kWarpSize > INT32_MAX) {
+    TVM_FFI_THROW(ValueError) << "log_probs " << shape_str(log_probs)
+                              << " has too many frames for one launch (rows * frames must be "
+                              << "below 2^31 - 2^19); decode it in chunks";
   }
   if (rows == 0 || frames == 0) return;
   OASR_DISPATCH_FLOAT_DTYPE(log_probs.dtype(), "log_probs", T, [&] {
-    // The top-k of every frame: rows (r, t) at r * stride_row + t * stride_frame.
-    decoder::TopkArgs<T, int32_t> top{reinterpret_cast<const T*>(data_bytes(log_probs)),
-                                      reinterpret_cast<T*>(data_bytes(top_vals)),
-                                      reinterpret_cast<int32_t*>(data_bytes(top_ids)),
-                                      rows * frames,
-                                      vocab,
-                                      log_probs.stride(1),
-                                      top_k};
-    top.inner = frames;
-    top.outer_stride = log_probs.stride(0);
-    check_cuda_status(
-        decoder::launch_topk(top, decoder::topk_team_warps_on(scope.device_id(), top),
-                             scope.stream()),
-        "topk kernel");
     decoder::BeamChunk<T> in{};
     in.log_probs = reinterpret_cast<const T*>(data_bytes(log_probs));
     in.stride_row = log_probs.stride(0);
@@ -258,14 +267,16 @@ void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries,
     in.vocab = static_cast<int32_t>(vocab);
     in.lengths = len;
     in.streams = ids;
-    in.top_ids = reinterpret_cast<const int32_t*>(data_bytes(top_ids));
-    in.top_vals = reinterpret_cast<const T*>(data_bytes(top_vals));
+    in.top = reinterpret_cast<unsigned long long*>(data_bytes(top));
     in.top_k = static_cast<int32_t>(top_k);
     in.blank = blank_id;
     in.skip_log_threshold = skip_log_threshold;
-    decoder::ctc_beam_advance_kernel<T, kAdvanceThreads>
-        <<<static_cast<unsigned>(rows), kAdvanceThreads, 0, scope.stream()>>>(st, in);
-    OASR_CHECK_LAUNCH("ctc_beam_advance kernel");
+    const decoder::ChunkSync chunk_sync{reinterpret_cast<int32_t*>(data_bytes(sync)),
+                                        top_ctas.first, top_ctas.all};
+    const unsigned grid = static_cast<unsigned>(top_ctas.all + rows);
+    decoder::ctc_beam_chunk_kernel<T, kAdvanceThreads>
+        <<<grid, kAdvanceThreads, 0, scope.stream()>>>(st, in, chunk_sync);
+    OASR_CHECK_LAUNCH("ctc_beam_chunk kernel");
   });
 }
 

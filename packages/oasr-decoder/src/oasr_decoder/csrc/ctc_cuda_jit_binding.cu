@@ -9,9 +9,9 @@ void ctc_beam_rebuild_map(TensorView counters, TensorView probs, TensorView entr
                           TensorView map_values);
 void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries, TensorView nodes,
                       TensorView links, TensorView map_keys, TensorView map_values,
-                      TensorView log_probs, TensorView top_ids, TensorView top_vals,
+                      TensorView log_probs, TensorView top, TensorView sync,
                       OptionalTensor lengths, OptionalTensor streams, int64_t blank,
-                      double skip_log_threshold);
+                      double skip_log_threshold, int64_t producers);
 void ctc_beam_result(TensorView tokens_out, TensorView frames_out, TensorView lengths_out,
                      TensorView scores_out, TensorView status_out, TensorView counters,
                      TensorView probs, TensorView entries, TensorView nodes, TensorView links,

@@ -42,6 +42,7 @@
 #include "oasr/common/types.h"
 #include "oasr/common/vec_dtypes.h"
 #include "oasr/decoder/log_math.h"
+#include "oasr/decoder/topk.cuh"
 
 namespace oasr::decoder {
 
@@ -82,8 +83,10 @@ struct BeamChunk {
   int32_t num_rows, num_frames, vocab;
   const int32_t* lengths;   // [S'] frames to take from each row, or null (all Tc)
   const int32_t* streams;   // [S'] stream ids, or null (row r is stream r)
-  const int32_t* top_ids;   // [S', Tc, top_k]: each frame's top_k tokens, (log-prob desc, id asc)
-  const T* top_vals;        // [S', Tc, top_k]: their log-probs
+  // [S', Tc, top_k] words, all 0 before and after a launch: each frame's top_k tokens in the
+  // order (log-prob desc, id asc), word j = top_word(log-prob bits, token). The launch's top-k
+  // CTAs write them (0: not written yet); the row's CTA clears them once it is done.
+  unsigned long long* top;
   int32_t top_k;
   int32_t blank;
   double skip_log_threshold;  // frames with log_probs[blank] > this are skipped
@@ -93,6 +96,43 @@ OASR_DEVICE uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
+}
+
+// Frames of row r this chunk decodes (lengths clamped to [0, Tc]; the advance flags bad ones).
+template <typename T>
+OASR_DEVICE int32_t chunk_row_length(const BeamChunk<T>& in, int32_t r) {
+  const int32_t n = in.lengths ? in.lengths[r] : in.num_frames;
+  return n < 0 ? 0 : (n > in.num_frames ? in.num_frames : n);
+}
+
+// A top-k word: one 64-bit access carries a token and its log-prob, and 0 is never a word, so a
+// reader that sees a non-zero word sees the whole entry, written by another CTA of the same
+// launch, without a fence (relaxed gpu-scope accesses: never served from a stale L1 line).
+OASR_DEVICE unsigned long long top_word(uint32_t value_bits, int32_t token) {
+  return (static_cast<unsigned long long>(value_bits) << 32) | static_cast<uint32_t>(token + 1);
+}
+OASR_DEVICE int32_t top_word_token(unsigned long long word) {
+  return static_cast<int32_t>(static_cast<uint32_t>(word)) - 1;
+}
+template <typename T>
+OASR_DEVICE float top_word_value(unsigned long long word) {
+  const uint32_t bits = static_cast<uint32_t>(word >> 32);
+  if constexpr (sizeof(T) == 4) {
+    return __uint_as_float(bits);
+  } else {
+    const uint16_t half_bits = static_cast<uint16_t>(bits);
+    T value;
+    memcpy(&value, &half_bits, sizeof(T));
+    return to_float(value);
+  }
+}
+OASR_DEVICE unsigned long long load_relaxed(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+OASR_DEVICE void store_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 // Pointers of one stream's pools.
@@ -268,15 +308,17 @@ struct AdvanceSmem {
   int32_t num_entries, num_nodes, num_links, status;
 };
 
+// Decodes row `row` of the chunk (its first `len` frames, chunk_row_length) into its stream, the
+// whole CTA of kThreads threads. Returns the frames whose top-k words every thread has read (the
+// rest, after an early stop, are still to be cleared).
 template <typename T, int kThreads>
-__global__ void __launch_bounds__(kThreads)
-    ctc_beam_advance_kernel(BeamState st, BeamChunk<T> in) {
+OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>& in, int32_t row,
+                                         int32_t len) {
   __shared__ AdvanceSmem<kThreads> sm;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   constexpr int kWarps = kThreads / 32;
-  const int32_t row = blockIdx.x;
   const int32_t s = in.streams ? in.streams[row] : row;
-  if (s < 0 || s >= st.num_streams) return;  // the launcher checked the ids on the host
+  if (s < 0 || s >= st.num_streams) return 0;  // the launcher checked the ids on the host
   const int32_t beam = st.beam;
   int32_t* counters = st.counters + s * kNumCounters;
   const StreamPools pools(st, s);
@@ -287,15 +329,14 @@ __global__ void __launch_bounds__(kThreads)
     return node != 0 ? static_cast<double>(to_float(frame_log_probs[last])) : -INFINITY;
   };
 
-  int32_t len = in.lengths ? in.lengths[row] : in.num_frames;
   if (tid == 0) {
     sm.num_entries = counters[kNumEntries];
     sm.num_nodes = counters[kNumNodes];
     sm.num_links = counters[kNumLinks];
     sm.status = counters[kStatus];
-    if (len < 0 || len > in.num_frames) sm.status |= kBadLength;
+    const int32_t given = in.lengths ? in.lengths[row] : in.num_frames;
+    if (given < 0 || given > in.num_frames) sm.status |= kBadLength;
   }
-  len = len < 0 ? 0 : (len > in.num_frames ? in.num_frames : len);
   const int32_t frame0 = counters[kNumFrames];
   if (tid < beam) {
     sm.pb[0][tid] = probs[tid];
@@ -325,21 +366,23 @@ __global__ void __launch_bounds__(kThreads)
   while (list_span < beam) list_span *= 2;
   const int32_t blank = in.blank;
   // Frame t's inputs in registers, loaded one frame ahead so their latency hides behind the
-  // previous frame's work: every thread holds the blank's log-prob and the two largest, thread
-  // j < top_k the frame's j-th token and its log-prob.
-  int32_t pre_id = 0;
-  float pre_val = 0.0f, pre_blank = 0.0f, pre_top0 = 0.0f, pre_top1 = 0.0f;
+  // previous frame's work: every thread holds the blank's log-prob and the top two words,
+  // thread j < top_k the frame's word j. A word still 0 (its top-k not written yet) is re-read
+  // at the top of the frame, until it is not.
+  const unsigned long long* row_top = in.top + static_cast<int64_t>(row) * in.num_frames * in.top_k;
+  const bool has_top1 = in.top_k > 1, has_word = tid < in.top_k;
+  const unsigned long long* words = row_top;  // frame t's, once loaded
+  unsigned long long pre_w0 = 0, pre_w1 = 0, pre_w = 0;
+  float pre_blank = 0.0f;
   auto load_frame = [&](int32_t t) {
-    const int64_t f = static_cast<int64_t>(row) * in.num_frames + t;
+    words = row_top + static_cast<int64_t>(t) * in.top_k;
     pre_blank = to_float(in.log_probs[row * in.stride_row + t * in.stride_frame + blank]);
-    pre_top0 = to_float(in.top_vals[f * in.top_k]);
-    pre_top1 = in.top_k > 1 ? to_float(in.top_vals[f * in.top_k + 1]) : -INFINITY;
-    if (tid < in.top_k) {
-      pre_id = in.top_ids[f * in.top_k + tid];
-      pre_val = to_float(in.top_vals[f * in.top_k + tid]);
-    }
+    pre_w0 = load_relaxed(words);
+    if (has_top1) pre_w1 = load_relaxed(words + 1);
+    if (has_word) pre_w = load_relaxed(words + tid);
   };
   if (len > 0) load_frame(0);
+  int32_t consumed = 0;
   // sm.l_last[cur] holds frame l_last_frame's values (uniform: every thread updates it)
   int32_t l_last_frame = 0;
 
@@ -420,6 +463,15 @@ __global__ void __launch_bounds__(kThreads)
   };
 
   for (int32_t t = 0; t < len && sm.status == 0; ++t) {
+    while (pre_w0 == 0 || (has_top1 && pre_w1 == 0) || (has_word && pre_w == 0)) {
+      __nanosleep(64);  // the top-k CTAs have not reached this frame yet
+      if (pre_w0 == 0) pre_w0 = load_relaxed(words);
+      if (has_top1 && pre_w1 == 0) pre_w1 = load_relaxed(words + 1);
+      if (has_word && pre_w == 0) pre_w = load_relaxed(words + tid);
+    }
+    consumed = t + 1;
+    const float pre_top0 = top_word_value<T>(pre_w0);
+    const float pre_top1 = has_top1 ? top_word_value<T>(pre_w1) : -INFINITY;
     // The frame's largest value (NaN counts as largest in the top-k order) vets the row.
     if (isnan(pre_top0) || pre_top0 == INFINITY) {
       if (tid == 0) sm.status |= kBadLogProb;
@@ -455,9 +507,9 @@ __global__ void __launch_bounds__(kThreads)
 
     if (!blank_frame) {
       // Entry facts, the frame's tokens.
-      if (tid < in.top_k) {
-        sm.top_id[tid] = pre_id;
-        sm.top_l[tid] = pre_val;
+      if (has_word) {
+        sm.top_id[tid] = top_word_token(pre_w);
+        sm.top_l[tid] = top_word_value<T>(pre_w);
       }
       if (tid < nb) {
         const int32_t i = tid;
@@ -717,6 +769,92 @@ __global__ void __launch_bounds__(kThreads)
     counters[kNumLinks] = sm.num_links < pools.capacity ? sm.num_links : pools.capacity;
     counters[kNumFrames] = frame0 + len;
     counters[kStatus] = sm.status;
+  }
+  return consumed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// chunk: one launch decodes a chunk. Each CTA takes a role by the order in which it starts (a
+// ticket from sync.counters[0]):
+//   - top-k CTAs (the first `producers_first` tickets, and those after the rows'): they take the
+//     chunk's (frame, row) items in frame-major order, a block's teams at a time, from
+//     sync.counters[1], and write each item's top_k words (topk.cuh's team method, any team
+//     width of the block);
+//   - row CTAs (the next num_rows tickets): the advance of one row, which reads each frame's
+//     words as they appear, then clears them.
+// So the frames' top-k runs beside the advance, on the SMs the rows leave idle, and a frame's
+// words are usually written long before its row reaches it. Only row CTAs wait, and only for
+// items that top-k CTAs hold or will take; the first top-k tickets are handed out before any
+// row's, to CTAs that are running and never wait, so the launch completes whatever the GPU can
+// hold at once. The counters are 0 again when it ends: the last ticket resets the tickets, and
+// the last top-k CTA to finish resets the items and the count of finished top-k CTAs.
+
+struct ChunkSync {
+  int32_t* counters;        // [3]: tickets, next item, top-k CTAs finished; 0 between launches
+  int32_t producers_first;  // top-k CTAs before the rows, >= 1
+  int32_t producers;        // top-k CTAs in all (the grid: producers + num_rows)
+};
+
+// Teams of 4 warps: a row's top-k in the fewest load rounds of a 4-warp block, which matters most
+// for the first frames (every row waits for them). Teams of 2 took 2-6% longer per chunk.
+constexpr int kChunkTeamWarps = 4;
+
+template <typename T, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    ctc_beam_chunk_kernel(BeamState st, BeamChunk<T> in, ChunkSync sync) {
+  using Key = typename TopkKeyOf<T>::type;
+  using Bits = typename Key::Bits;
+  constexpr int kTeamWarps = kChunkTeamWarps;
+  using TeamSmem = TopkSmem<kThreads / kWarpSize, kTeamWarps>;
+  __shared__ int32_t sm_ticket, sm_first_item;
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    sm_ticket = atomicAdd(&sync.counters[0], 1);
+    if (sm_ticket == static_cast<int32_t>(gridDim.x) - 1) atomicExch(&sync.counters[0], 0);
+  }
+  __syncthreads();
+  const int32_t row = sm_ticket - sync.producers_first;
+
+  if (row >= 0 && row < in.num_rows) {
+    const int32_t len = chunk_row_length(in, row);
+    const int32_t consumed = ctc_beam_advance_row<T, kThreads>(st, in, row, len);
+    __syncthreads();  // every thread has read its words
+    // Back to 0: the words of the frames read (thread j read word j of each), then those of any
+    // frames after an early stop, once their top-k has written them.
+    unsigned long long* row_top = in.top + static_cast<int64_t>(row) * in.num_frames * in.top_k;
+    if (tid < in.top_k) {
+      for (int32_t t = 0; t < consumed; ++t) store_relaxed(row_top + t * in.top_k + tid, 0);
+    }
+    const int64_t end = static_cast<int64_t>(len) * in.top_k;
+    for (int64_t i = static_cast<int64_t>(consumed) * in.top_k + tid; i < end; i += kThreads) {
+      while (load_relaxed(row_top + i) == 0) __nanosleep(64);
+      store_relaxed(row_top + i, 0);
+    }
+    return;
+  }
+
+  __shared__ TeamSmem sm;
+  const int64_t items = static_cast<int64_t>(in.num_rows) * in.num_frames;
+  const int team = tid / (kWarpSize * kTeamWarps);
+  for (;;) {
+    __syncthreads();  // the last item number is read by every thread
+    if (tid == 0) sm_first_item = atomicAdd(&sync.counters[1], TeamSmem::kTeams);
+    __syncthreads();
+    const int64_t item = static_cast<int64_t>(sm_first_item) + team;
+    if (sm_first_item >= items) break;  // uniform
+    const int32_t r = static_cast<int32_t>(item % in.num_rows);
+    const int32_t t = static_cast<int32_t>(item / in.num_rows);
+    const bool active = item < items && t < chunk_row_length(in, r);
+    const Bits* x = reinterpret_cast<const Bits*>(in.log_probs) +
+                    (active ? r * in.stride_row + t * in.stride_frame : 0);
+    unsigned long long* out = in.top + (static_cast<int64_t>(r) * in.num_frames + t) * in.top_k;
+    topk_team_row<Key, kThreads / kWarpSize, kTeamWarps>(
+        x, in.vocab, in.top_k, active, sm,
+        [=](int rank, int col) { store_relaxed(out + rank, top_word(x[col], col)); });
+  }
+  if (tid == 0 && atomicAdd(&sync.counters[2], 1) == sync.producers - 1) {
+    atomicExch(&sync.counters[1], 0);
+    atomicExch(&sync.counters[2], 0);
   }
 }
 

@@ -266,13 +266,13 @@ OASR_DEVICE void topk_select_exact(const typename Key::Bits* x, int cols, int k,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rank the n <= kTopkCapacity entries of buf; write those of rank < k. Each of the team's kLanes
-// lanes holds up to kSlots entries in registers (lane, lane + kLanes, ...) and compares them with
-// every entry, read once per warp (a broadcast): kLanes * kSlots entries per sweep over buf.
+// Rank the n <= kTopkCapacity entries of buf; write(rank, column) those of rank < k. Each of the
+// team's kLanes lanes holds up to kSlots entries in registers (lane, lane + kLanes, ...) and
+// compares them with every entry, read once per warp (a broadcast): kLanes * kSlots entries per
+// sweep over buf.
 
-template <int kSlots, int kLanes, typename Bits, typename IdxT>
-OASR_DEVICE void topk_rank_and_write(const uint64_t* buf, int n, int k, int lane, const Bits* x,
-                                     Bits* values, IdxT* indices) {
+template <int kSlots, int kLanes, typename Write>
+OASR_DEVICE void topk_rank_and_write(const uint64_t* buf, int n, int k, int lane, Write&& write) {
   for (int first = 0; first < n; first += kSlots * kLanes) {
     uint64_t reg_mine[kSlots];  // 0 (orders after every entry) past n
     int reg_rank[kSlots];
@@ -291,9 +291,7 @@ OASR_DEVICE void topk_rank_and_write(const uint64_t* buf, int n, int k, int lane
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
       if (first + s * kLanes + lane < n && reg_rank[s] < k) {
-        const int col = topk_entry_col(reg_mine[s]);
-        indices[reg_rank[s]] = IdxT(col);
-        if (values) values[reg_rank[s]] = x[col];
+        write(reg_rank[s], topk_entry_col(reg_mine[s]));
       }
     }
   }
@@ -320,34 +318,38 @@ OASR_DEVICE void topk_team_sync() {
   }
 }
 
-template <typename Key, typename IdxT, int kTeamWarps>
-__global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams<Key, IdxT> p) {
-  static_assert(kTeamWarps >= 1 && kTeamWarps <= kTopkMaxTeamWarps &&
-                    kTopkBlockWarps % kTeamWarps == 0,
+// The shared memory of a block of kBlockWarps warps in teams of kTeamWarps: each team's row.
+template <int kBlockWarps, int kTeamWarps>
+struct TopkSmem {
+  static_assert(kTeamWarps >= 1 && kTeamWarps <= kTopkMaxTeamWarps && kBlockWarps % kTeamWarps == 0,
                 "a block holds whole teams");
-  constexpr int kTeams = kTopkBlockWarps / kTeamWarps;  // rows per block
+  static constexpr int kTeams = kBlockWarps / kTeamWarps;
+  uint64_t entries[kTeams][kTopkCapacity];  // each row's candidates
+  int num_entries[kTeams];                  // appended so far, past capacity too
+  int counts[2][kBlockWarps];               // the tau search's warp counts, by round parity
+};
+
+// The top k of one row per team: every thread of the block calls it (with kTeamWarps > 1 its
+// barriers are the block's), each team with its own row x[0, cols). A team with active false
+// reads nothing and writes nothing but takes part in the barriers. write(rank, column) is called
+// for ranks 0..k-1 of each active row, from the team's lanes; the smem can be reused by the next
+// call.
+template <typename Key, int kBlockWarps, int kTeamWarps, typename Write>
+OASR_DEVICE void topk_team_row(const typename Key::Bits* x, int cols, int k, bool active,
+                               TopkSmem<kBlockWarps, kTeamWarps>& sm, Write&& write) {
   constexpr int kLanes = kTeamWarps * kWarpSize;
   using Row = TopkRow<Key, kLanes>;
   using Bits = typename Key::Bits;
   using VecBits = Vec<Bits, Row::N>;
   constexpr int N = Row::N;
-  __shared__ uint64_t smem_entries[kTeams][kTopkCapacity];  // each row's candidates
-  __shared__ int smem_num_entries[kTeams];                    // appended so far, past capacity too
-  __shared__ int smem_counts[2][kTopkBlockWarps];  // the tau search's warp counts, by round parity
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int team = warp / kTeamWarps;
   const int team_first_warp = team * kTeamWarps;
   const int team_lane = threadIdx.x - team_first_warp * kWarpSize;
-  const int64_t row_idx = int64_t(blockIdx.x) * kTeams + team;
-  const bool active = row_idx < p.rows;
-  // A team past the last row reads an empty row: it loads and writes nothing, but takes part in
-  // the block's barriers.
-  const Row row(
-      active ? p.x + (row_idx / p.inner) * p.outer_stride + (row_idx % p.inner) * p.x_stride : p.x,
-      active ? p.cols : 0);
-  uint64_t* buf = smem_entries[team];
-  if (team_lane == 0) smem_num_entries[team] = 0;
+  const Row row(x, active ? cols : 0);
+  uint64_t* buf = sm.entries[team];
+  if (team_lane == 0) sm.num_entries[team] = 0;
 
   // 1. Group maxima: group g of this lane holds element i of batch vector u with
   //    (u * N + i) % 8 == g; the edge element joins group 0.
@@ -380,17 +382,17 @@ __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams
     if constexpr (kTeamWarps > 1) {
       // Alternate slots: a slot is rewritten two rounds later, after every warp has passed the
       // barrier of the round between, so after every read of it.
-      int* slot = smem_counts[b & 1];
+      int* slot = sm.counts[b & 1];
       if (lane == 0) slot[warp] = count;
       __syncthreads();
       count = 0;
 #pragma unroll
       for (int w = 0; w < kTeamWarps; ++w) count += slot[team_first_warp + w];
     }
-    if (count >= p.k) tau = candidate;
+    if (count >= k) tau = candidate;
   }
   tau = max(tau, 1u);
-  topk_team_sync<kTeamWarps>();  // smem_num_entries[team] = 0 is seen by the team
+  topk_team_sync<kTeamWarps>();  // sm.num_entries[team] = 0 is seen by the team
 
   // 3. Candidates: every key >= tau, appended to the row's buffer (counted past its capacity).
   //    A lane whose group maxima are all below tau holds none and loads nothing.
@@ -399,7 +401,7 @@ __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams
     int batch_total;
     const int below = topk_warp_exclusive_sum(mine, lane, &batch_total);
     int base = 0;
-    if (lane == 0) base = atomicAdd(&smem_num_entries[team], batch_total);
+    if (lane == 0) base = atomicAdd(&sm.num_entries[team], batch_total);
     int pos = __shfl_sync(kFullWarpMask, base, 0) + below;
     each_candidate([&](uint32_t key, int col) {
       if (pos < kTopkCapacity) buf[pos] = topk_entry(key, col);
@@ -436,21 +438,38 @@ __global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams
 
   // 4./5. Rank the candidates, or the overflow path's exact k (team-uniform branch; the barrier
   //       below is every team's).
-  int n = smem_num_entries[team];
+  int n = sm.num_entries[team];
   const bool overflow = n > kTopkCapacity;
-  if (overflow && team_lane < kWarpSize) topk_select_exact<Key>(row.x, row.cols, p.k, lane, buf);
+  if (overflow && team_lane < kWarpSize) topk_select_exact<Key>(row.x, row.cols, k, lane, buf);
   topk_team_sync<kTeamWarps>();
-  if (overflow) n = p.k;
+  if (overflow) n = k;
   if (!active) return;
+  if (n <= kLanes) {
+    topk_rank_and_write<1, kLanes>(buf, n, k, team_lane, write);
+  } else if (n <= 2 * kLanes) {
+    topk_rank_and_write<2, kLanes>(buf, n, k, team_lane, write);
+  } else {
+    topk_rank_and_write<4, kLanes>(buf, n, k, team_lane, write);
+  }
+}
+
+template <typename Key, typename IdxT, int kTeamWarps>
+__global__ void __launch_bounds__(kTopkBlockThreads) topk_rows_kernel(TopkParams<Key, IdxT> p) {
+  using Smem = TopkSmem<kTopkBlockWarps, kTeamWarps>;
+  using Bits = typename Key::Bits;
+  __shared__ Smem sm;
+  const int team = threadIdx.x / kWarpSize / kTeamWarps;
+  const int64_t row_idx = int64_t(blockIdx.x) * Smem::kTeams + team;
+  const bool active = row_idx < p.rows;
+  const Bits* x =
+      active ? p.x + (row_idx / p.inner) * p.outer_stride + (row_idx % p.inner) * p.x_stride : p.x;
   Bits* values = p.values ? p.values + row_idx * p.k : nullptr;
   IdxT* indices = p.indices + row_idx * p.k;
-  if (n <= kLanes) {
-    topk_rank_and_write<1, kLanes>(buf, n, p.k, team_lane, row.x, values, indices);
-  } else if (n <= 2 * kLanes) {
-    topk_rank_and_write<2, kLanes>(buf, n, p.k, team_lane, row.x, values, indices);
-  } else {
-    topk_rank_and_write<4, kLanes>(buf, n, p.k, team_lane, row.x, values, indices);
-  }
+  topk_team_row<Key, kTopkBlockWarps, kTeamWarps>(x, p.cols, p.k, active, sm,
+                                                   [=](int rank, int col) {
+                                                     indices[rank] = IdxT(col);
+                                                     if (values) values[rank] = x[col];
+                                                   });
 }
 
 // ---------------------------------------------------------------------------------------------
