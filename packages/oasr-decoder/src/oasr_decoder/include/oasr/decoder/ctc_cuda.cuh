@@ -3,9 +3,9 @@
 // the search state kept on the device between launches (streaming). No context graph here.
 //
 // Per frame, the CPU search visits (prefix, token) pairs in the token order (log-prob desc, id
-// asc). On the GPU the top K = 2 * beam + 1 tokens of every frame are found first, for all frames
-// at once, by the top-k kernel (topk.cuh: the same order); one CTA per utterance then walks the
-// frames. That is exact: from a prefix y, the extensions y + c rank among themselves by that
+// asc). On the GPU the top K = 2 * beam + 1 tokens of every frame are found by top-k CTAs of the
+// same launch (topk.cuh: the same order; the chunk kernel below), while one CTA per utterance
+// walks the frames, reading each frame's tokens as they are written. That is exact: from a prefix y, the extensions y + c rank among themselves by that
 // token order, so at most `beam` of them can enter the beam, and those are the first `beam`
 // tokens of the order that are not special for y (special: the blank; last(y), scored from pb;
 // the last tokens of y's children already in the beam, which merge into their stays). At most
