@@ -5,11 +5,12 @@
 // Per frame, the CPU search visits (prefix, token) pairs in the token order (log-prob desc, id
 // asc). On the GPU the top K = 2 * beam + 1 tokens of every frame are found by top-k CTAs of the
 // same launch (topk.cuh: the same order; the chunk kernel below), while one CTA per utterance
-// walks the frames, reading each frame's tokens as they are written. That is exact: from a prefix y, the extensions y + c rank among themselves by that
-// token order, so at most `beam` of them can enter the beam, and those are the first `beam`
-// tokens of the order that are not special for y (special: the blank; last(y), scored from pb;
-// the last tokens of y's children already in the beam, which merge into their stays). At most
-// 1 + (beam - 1) tokens are special for y, so 2 * beam non-blank tokens always hold them.
+// walks the frames, reading each frame's tokens as they are written. That is exact: from a
+// prefix y, the extensions y + c rank among themselves by that token order, so at most `beam` of
+// them can enter the beam, and those are the first `beam` tokens of the order that are not
+// special for y (special: the blank; last(y), scored from pb; the last tokens of y's children
+// already in the beam, which merge into their stays). At most 1 + (beam - 1) tokens are special
+// for y, so 2 * beam non-blank tokens always hold them.
 //
 // A frame: candidates are the stays (one per entry), the repeat extension of each entry (last(y)
 // again, read from the row) and per entry y the list L_y of its first `beam` regular extensions,
@@ -778,8 +779,8 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
 // ticket from sync.counters[0]):
 //   - top-k CTAs (the first `producers_first` tickets, and those after the rows'): they take the
 //     chunk's (frame, row) items in frame-major order, a block's teams at a time, from
-//     sync.counters[1], and write each item's top_k words (topk.cuh's team method, any team
-//     width of the block);
+//     sync.counters[1], and write each item's top_k words (topk.cuh's team method, teams of
+//     kChunkTeamWarps);
 //   - row CTAs (the next num_rows tickets): the advance of one row, which reads each frame's
 //     words as they appear, then clears them.
 // So the frames' top-k runs beside the advance, on the SMs the rows leave idle, and a frame's
@@ -823,7 +824,7 @@ __global__ void __launch_bounds__(kThreads)
     // frames after an early stop, once their top-k has written them.
     unsigned long long* row_top = in.top + static_cast<int64_t>(row) * in.num_frames * in.top_k;
     if (tid < in.top_k) {
-      for (int32_t t = 0; t < consumed; ++t) store_relaxed(row_top + t * in.top_k + tid, 0);
+      for (int64_t t = 0; t < consumed; ++t) store_relaxed(row_top + t * in.top_k + tid, 0);
     }
     const int64_t end = static_cast<int64_t>(len) * in.top_k;
     for (int64_t i = static_cast<int64_t>(consumed) * in.top_k + tid; i < end; i += kThreads) {
