@@ -199,10 +199,9 @@ struct ChunkProducers {
   int32_t first, all;
 };
 
-// producers 0: the default, which fills the SMs the rows leave idle and adds two per SM (the
-// more top-k CTAs run at once, the sooner the first frames are ready: at 64 streams x 16 frames
-// one per SM took 109 us a chunk, two 106); at least a quarter of the SMs' worth start before
-// the rows.
+// producers 0: the default, which fills the SMs the rows leave idle and adds two per SM (at 64
+// streams x 16 frames on the H200: one extra per SM took 109 us a chunk, two 103.6-106, three
+// 103.8-105.8, four 107.6-108.2); at least a quarter of the SMs' worth start before the rows.
 ChunkProducers chunk_producers(int device, int64_t rows, int64_t producers) {
   if (producers < 0 || producers > 65536) {
     TVM_FFI_THROW(ValueError) << "producers must be in [0, 65536] (0: the default), got "
@@ -254,7 +253,7 @@ void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries,
   if (rows * frames + int64_t(top_ctas.all) * kAdvanceThreads / kWarpSize > INT32_MAX) {
     TVM_FFI_THROW(ValueError) << "log_probs " << shape_str(log_probs)
                               << " has too many frames for one launch (rows * frames must be "
-                              << "below 2^31 - 2^19); decode it in chunks";
+                              << "below about 2^31); decode it in chunks";
   }
   if (rows == 0 || frames == 0) return;
   OASR_DISPATCH_FLOAT_DTYPE(log_probs.dtype(), "log_probs", T, [&] {
