@@ -492,14 +492,14 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     // A bar for the ranking: each stay scores at least acoustic + l[blank] (lse(a, b) >= a);
     // with a full beam, the smallest of those bounds has `beam` valid candidates at or above it,
     // so a candidate scoring strictly below it cannot enter. Tight on blank frames, where most
-    // extensions fall below it and skip the ranking.
+    // extensions fall below it and skip the ranking. The beam is sorted best first by acoustic
+    // score (slot = rank, and an entry's acoustic is the score it was ranked by, also when
+    // reloaded: lse(pb, pnb) recomputes it bit for bit), so its last entry gives the smallest
+    // bound (addition is monotone) and its first the largest acoustic.
     double bar = -INFINITY, best = -INFINITY;
     if (nb == beam) {
-      bar = INFINITY;
-      for (int32_t i = 0; i < nb; ++i) {
-        bar = fmin(bar, sm.acoustic[cur][i] + l_blank);
-        best = fmax(best, sm.acoustic[cur][i]);
-      }
+      bar = sm.acoustic[cur][nb - 1] + l_blank;
+      best = sm.acoustic[cur][0];
     }
     // A blank frame (see the top of the file): every L_y would be empty, as acoustic(y) + l[c]
     // <= best + l_regular < bar. It needs l_last in shared memory (not so on a frame after
