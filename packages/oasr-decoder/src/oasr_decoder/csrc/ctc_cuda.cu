@@ -214,15 +214,17 @@ ChunkProducers chunk_producers(int device, int64_t rows, int64_t producers) {
           static_cast<int32_t>(all)};
 }
 
-// The chunk kernel's shared-memory carve-out, in percent of the SM's: room for the CTAs each SM
-// takes of this grid, the rest left to L1. Left to itself, the driver sizes shared memory for the
-// most CTAs that could share an SM (6 of these), which leaves L1 about 28 KB: then the top-k's
-// second pass over a row (20 KB at V 5000 float32) misses it (ncu: 4% L1 hits). The default
-// grid is 3 CTAs per SM up to 132 rows. H200, 64 streams x 16 frames: 97.4-98.5 -> 95.2-96.0 us
-// a chunk.
+// Sets the chunk kernel's shared-memory carve-out (percent of the SM's) to room for the CTAs each
+// SM takes of this grid, the rest left to L1; a call only when the value changes. Left to itself,
+// the driver sizes shared memory for the most CTAs that could share an SM (6 of these), which
+// leaves L1 about 28 KB: then the top-k's second pass over a row (20 KB at V 5000 float32)
+// misses it (ncu: 4% L1 hits; 22% at 3 CTAs per SM, the default grid up to 132 rows). The
+// function attribute, because ncu showed the per-launch one (cudaLaunchAttributePreferred-
+// SharedMemoryCarveout) left the configuration unchanged on the H200's driver.
 template <typename Kernel>
-unsigned chunk_carveout_percent(Kernel kernel, int device, int64_t grid) {
+void set_chunk_carveout(Kernel kernel, int device, int64_t grid) {
   static std::atomic<int> cta_bytes{0};  // static shared memory + the driver's reserve, per CTA
+  static std::atomic<int> applied[kMaxDevices] = {};  // the percent set + 1; 0: none yet
   int bytes = cta_bytes.load(std::memory_order_relaxed);
   if (bytes == 0) {
     cudaFuncAttributes attrs{};
@@ -237,7 +239,14 @@ unsigned chunk_carveout_percent(Kernel kernel, int device, int64_t grid) {
   const int64_t sms = std::max(num_sms(device), 1);
   const int64_t need = (grid + sms - 1) / sms * bytes;
   const int64_t per_sm = arch_facts(OASR_TARGET_SM).smem_per_sm_bytes;
-  return static_cast<unsigned>(std::min<int64_t>(100, (100 * need + per_sm - 1) / per_sm));
+  const int percent = static_cast<int>(std::min<int64_t>(100, (100 * need + per_sm - 1) / per_sm));
+  const bool known = device >= 0 && device < kMaxDevices;
+  if (known && applied[device].load(std::memory_order_relaxed) == percent + 1) return;
+  // Two threads may race here with different grids: the carve-out is a hint, either is correct.
+  check_cuda_status(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent),
+      "ctc_beam_chunk kernel (shared-memory carve-out)");
+  if (known) applied[device].store(percent + 1, std::memory_order_relaxed);
 }
 
 // Decodes frames [0, lengths[r]) of log_probs[r] into stream streams[r] (or r), in one launch.
@@ -300,17 +309,9 @@ void ctc_beam_advance(TensorView counters, TensorView probs, TensorView entries,
                                         top_ctas.first, top_ctas.all};
     const auto kernel = decoder::ctc_beam_chunk_kernel<T, kAdvanceThreads>;
     const int64_t grid = top_ctas.all + rows;
-    cudaLaunchAttribute carveout{};
-    carveout.id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-    carveout.val.sharedMemCarveout = chunk_carveout_percent(kernel, scope.device_id(), grid);
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(grid));
-    config.blockDim = dim3(kAdvanceThreads);
-    config.stream = scope.stream();
-    config.attrs = &carveout;
-    config.numAttrs = 1;
-    check_cuda_status(cudaLaunchKernelEx(&config, kernel, st, in, chunk_sync),
-                      "ctc_beam_chunk kernel");
+    set_chunk_carveout(kernel, scope.device_id(), grid);
+    kernel<<<static_cast<unsigned>(grid), kAdvanceThreads, 0, scope.stream()>>>(st, in, chunk_sync);
+    OASR_CHECK_LAUNCH("ctc_beam_chunk kernel");
   });
 }
 
