@@ -8,10 +8,10 @@ graphs; on the same float32 log-probabilities they return the same n-best (score
 last bits of float64 ``exp``/``log1p``, which libm and CUDA round differently). Input may be
 float32, float16 or bfloat16: a 16-bit input decodes exactly like its ``.float()``.
 
-How (include/oasr/decoder/ctc_cuda.cuh): the top ``2 * beam + 1`` tokens of every frame are found
-first for all frames at once (`oasr_decoder.topk`'s kernel), then one CTA per utterance walks the
-frames with the beam in shared memory and the token sequences in a per-utterance trie on the
-device. Beams up to 32.
+How (include/oasr/decoder/ctc_cuda.cuh): one launch per decode or chunk. One CTA per utterance
+walks the frames with the beam in shared memory and the token sequences in a per-utterance trie
+on the device, while the launch's other CTAs find the top ``2 * beam + 1`` tokens of every frame
+(`oasr_decoder.topk`'s method) ahead of it. Beams up to 32.
 
 Errors the device finds (NaN or +inf in a decoded frame, a length outside [0, T] given as a CUDA
 tensor) are flagged per utterance in ``status``; ``check=True`` (the default outside CUDA-graph
@@ -388,7 +388,7 @@ class GpuStreamingDecoder:
     """Prefix beam search of many concurrent streams, chunk by chunk, state on the device.
 
     ``accept(chunk)`` decodes a chunk of frames for every stream (or the listed ones) in one
-    call (two launches: the frames' top-k, then the search); after any chunk, `result` gives
+    call (one launch: the frames' top-k beside the search); after any chunk, `result` gives
     each stream's n-best so far, which after the last chunk equals `ctc_beam_search_decode` of
     the concatenated frames (the same kernel runs in both).
 
