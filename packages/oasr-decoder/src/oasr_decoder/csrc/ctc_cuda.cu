@@ -217,7 +217,7 @@ ChunkProducers chunk_producers(int device, int64_t rows, int64_t producers) {
 // Sets the chunk kernel's shared-memory carve-out (percent of the SM's) to room for the CTAs each
 // SM takes of this grid, the rest left to L1; a call only when the value changes. Left to itself,
 // the driver sizes shared memory for the most CTAs that could share an SM (6 of these), which
-// leaves L1 about 28 KB: then the top-k's second pass over a row (20 KB at V 5000 float32)
+// leaves L1 about 23 KB: then the top-k's second pass over a row (20 KB at V 5000 float32)
 // misses it (ncu: 4% L1 hits; 22% at 3 CTAs per SM, the default grid up to 132 rows). The
 // function attribute, because ncu showed the per-launch one (cudaLaunchAttributePreferred-
 // SharedMemoryCarveout) left the configuration unchanged on the H200's driver.
