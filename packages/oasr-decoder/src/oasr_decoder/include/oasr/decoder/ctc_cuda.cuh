@@ -22,8 +22,12 @@
 // Blank frames (most of CTC posteriors): with a full beam, no candidate below the bar = min over
 // entries of acoustic + l[blank] can enter (the stays score at least that). When even the best
 // entry's acoustic plus the frame's largest non-blank log-prob falls below it, every L_y is
-// empty (IEEE addition is monotone), so the frame ranks the specials only: no lists, no binary
-// searches, one barrier instead of three (two above beam 16), the same result.
+// empty and every repeat extension (pb + l[last] <= acoustic + l[last]) falls below it too (IEEE
+// addition is monotone): the next beam is this beam's stays, reordered. So a run of blank frames
+// keeps the same entries, and each entry's stay needs only its own and its prefix's values of
+// the frame before: warp 0 takes the run, a lane per entry, exchanging the prefix's values by
+// shuffles, and ranks the entries once at its end (the order is a function of the scores alone):
+// no barriers, no ranking per frame, the same result.
 //
 // Token sequences live in a trie per stream (pool of nodes: token, parent, depth) in which every
 // sequence has exactly one node: a child is looked up in a hash map keyed by (parent, token)
@@ -282,6 +286,57 @@ __global__ void ctc_beam_rebuild_map_kernel(BeamState st) {
 // ---------------------------------------------------------------------------------------------
 // advance: one CTA per row of the chunk
 
+// An entry's probabilities (acoustic = lse(pb, pnb), the score it was ranked by) and the heads
+// of its two alignment chains (ending in blank / in its last token).
+struct EntryProbs {
+  double pb, pnb, vb, vnb, acoustic;
+  int32_t chain_b, chain_nb;
+};
+
+// Where an entry's stay takes a second term from its prefix p in the beam (seq(p) + last(y) is
+// y's own sequence): none (p not in the beam, or y the empty prefix), p's pb only (p ends in
+// y's last token, so the extension needs a blank between), or p's acoustic.
+enum class StayMerge { kNone, kFromBlank, kFromAny };
+
+// The stay of an entry at a frame (its sequence unchanged): l = log_probs[frame, last token].
+struct Stay {
+  double score, pb, pnb, vb, vnb;
+  int32_t chain_b;       // the blank-ending chain's head
+  int32_t chain_parent;  // the other chain's head, or the parent of its new link
+  bool new_link;         // the chain ending in the last token gets a link at this frame
+};
+
+OASR_DEVICE Stay stay_of(const EntryProbs& e, bool is_root, StayMerge merge, const EntryProbs& p,
+                         double l, double l_blank) {
+  Stay s;
+  const bool vb_from_nb = e.vnb >= e.vb;
+  s.pb = e.acoustic + l_blank;
+  s.vb = (vb_from_nb ? e.vnb : e.vb) + l_blank;
+  double stay_p = -INFINITY, stay_v = -INFINITY, ext = -INFINITY, ext_v = -INFINITY;
+  int32_t ext_chain = -1;
+  if (!is_root) {
+    stay_p = e.pnb + l;
+    stay_v = e.vnb + l;
+    if (merge == StayMerge::kFromBlank) {
+      ext = p.pb + l;
+      ext_v = p.vb + l;
+      ext_chain = p.chain_b;
+    } else if (merge == StayMerge::kFromAny) {
+      ext = p.acoustic + l;
+      const bool from_nb = p.vnb >= p.vb;
+      ext_v = (from_nb ? p.vnb : p.vb) + l;
+      ext_chain = from_nb ? p.chain_nb : p.chain_b;
+    }
+  }
+  s.pnb = log_add_exp(stay_p, ext);
+  s.new_link = !(stay_v >= ext_v);
+  s.score = log_add_exp(s.pb, s.pnb);
+  s.vnb = s.new_link ? ext_v : stay_v;
+  s.chain_b = vb_from_nb ? e.chain_nb : e.chain_b;
+  s.chain_parent = s.new_link ? ext_chain : e.chain_nb;
+  return s;
+}
+
 template <int kThreads>
 struct AdvanceSmem {
   // the beam, double buffered: [buffer][entry]
@@ -307,6 +362,10 @@ struct AdvanceSmem {
   int32_t ext_len[kMaxBeam];
   int32_t num_valid;
   int32_t num_entries, num_nodes, num_links, status;
+  // where a run of blank frames stopped, and that frame's inputs (see blank_run)
+  int32_t run_end;
+  float run_blank;
+  unsigned long long run_w0, run_w1;
 };
 
 // Decodes row `row` of the chunk (its first `len` frames, chunk_row_length) into its stream, the
@@ -400,49 +459,41 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     *children = c;
   };
 
+  auto entry_probs = [&](int32_t i) {
+    return EntryProbs{sm.pb[cur][i],     sm.pnb[cur][i],     sm.vb[cur][i],      sm.vnb[cur][i],
+                      sm.acoustic[cur][i], sm.chain_b[cur][i], sm.chain_nb[cur][i]};
+  };
+  // How entry i's stay merges the extension of its prefix, entry p.
+  auto stay_merge = [&](int32_t p, int32_t i) {
+    return sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i] ? StayMerge::kFromBlank
+                                                                        : StayMerge::kFromAny;
+  };
+
   // Special x of entry i = x / 2 (even: its stay, odd: its repeat extension) into sp_*[x], from
   // the entry's links and l = log_probs[frame, last(i)]; true when it has a finite score.
   auto make_special = [&](int32_t x, int32_t p, uint32_t children, double l, double l_blank) {
     const int32_t i = x / 2;
     const int32_t n = sm.node[cur][i];
-    const double pb = sm.pb[cur][i], pnb = sm.pnb[cur][i];
-    const double vb = sm.vb[cur][i], vnb = sm.vnb[cur][i];
+    const double pb = sm.pb[cur][i], vb = sm.vb[cur][i];
     bool valid = false;
     if (x % 2 == 0) {
-      const bool vb_from_nb = vnb >= vb;
-      const double new_pb = sm.acoustic[cur][i] + l_blank;
-      const double new_vb = (vb_from_nb ? vnb : vb) + l_blank;
-      double stay_p = -INFINITY, stay_v = -INFINITY, ext = -INFINITY, ext_v = -INFINITY;
-      int32_t ext_chain = -1;
-      if (n != 0) {
-        stay_p = pnb + l;
-        stay_v = vnb + l;
-        if (p >= 0) {  // seq(p) + last(i) merges into this stay
-          if (sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i]) {
-            ext = sm.pb[cur][p] + l;
-            ext_v = sm.vb[cur][p] + l;
-            ext_chain = sm.chain_b[cur][p];
-          } else {
-            ext = sm.acoustic[cur][p] + l;
-            const bool from_nb = sm.vnb[cur][p] >= sm.vb[cur][p];
-            ext_v = (from_nb ? sm.vnb[cur][p] : sm.vb[cur][p]) + l;
-            ext_chain = from_nb ? sm.chain_nb[cur][p] : sm.chain_b[cur][p];
-          }
-        }
+      StayMerge merge = StayMerge::kNone;
+      EntryProbs prefix{};
+      if (p >= 0) {
+        merge = stay_merge(p, i);
+        prefix = entry_probs(p);
       }
-      const double new_pnb = log_add_exp(stay_p, ext);
-      const bool vnb_extends = !(stay_v >= ext_v);
-      const double score = log_add_exp(new_pb, new_pnb);
-      valid = score != -INFINITY;
-      sm.sp_score[x] = score;
-      sm.sp_pb[x] = new_pb;
-      sm.sp_pnb[x] = new_pnb;
-      sm.sp_vb[x] = new_vb;
-      sm.sp_vnb[x] = vnb_extends ? ext_v : stay_v;
-      sm.sp_chain_b[x] = vb_from_nb ? sm.chain_nb[cur][i] : sm.chain_b[cur][i];
-      // a new link continuing ext_chain, or the entry's own chain_nb
-      sm.sp_vnb_new[x] = vnb_extends;
-      sm.sp_chain_parent[x] = vnb_extends ? ext_chain : sm.chain_nb[cur][i];
+      const Stay stay = stay_of(entry_probs(i), n == 0, merge, prefix, l, l_blank);
+      valid = stay.score != -INFINITY;
+      sm.sp_score[x] = stay.score;
+      sm.sp_pb[x] = stay.pb;
+      sm.sp_pnb[x] = stay.pnb;
+      sm.sp_vb[x] = stay.vb;
+      sm.sp_vnb[x] = stay.vnb;
+      sm.sp_chain_b[x] = stay.chain_b;
+      // a new link continuing chain_parent, or the entry's own chain_nb
+      sm.sp_vnb_new[x] = stay.new_link;
+      sm.sp_chain_parent[x] = stay.chain_parent;
     } else if (n != 0) {  // repeat: seq(i) + last(i), from pb only, unless already in the beam
       bool merged = false;
       for (uint32_t m = children; m != 0; m &= m - 1) {
@@ -461,6 +512,170 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     }
     if (!valid) sm.sp_score[x] = -INFINITY;  // invalid: below every ranked candidate
     return valid;
+  };
+
+  // Candidate x: (score, source entry, extra token or -1 for a stay). Whether a beats b.
+  auto better = [&](double sa, int32_t ya, int32_t ea, double sb, int32_t yb, int32_t eb) {
+    if (sa != sb) return sa > sb;
+    if (ya == yb) return ea < eb;  // a stay (-1) first, then by token
+    return pools.seq_less(sm.node[cur][ya], ea, sm.node[cur][yb], eb);
+  };
+
+  // A run of blank frames from frame t, one (with a full beam, l_last in shared memory), taken
+  // by warp 0 alone, lane i = entry i (see the top of the file). Each frame loads the next
+  // one's inputs, then updates the stays; the run ends at the first frame that is not blank
+  // (or whose largest value is NaN or +inf: the main loop flags it), at len, or when a pool is
+  // full. Then the entries go to the next buffer ranked by score, as a blank frame would rank
+  // them, and sm.run_* say where the main loop resumes, with that frame's inputs loaded (lane j
+  // keeps word j in pre_w, as the main loop does). Skipped frames inside a run change nothing.
+  constexpr int kWordsPerLane = (kMaxTop + 31) / 32;
+  auto blank_run = [&](int32_t t, double l_blank) {
+    const int32_t i = lane;
+    const bool live = i < nb;
+    const int32_t y = live ? i : 0;  // lanes past the beam shadow entry 0 (every lane shuffles)
+    const int32_t node = sm.node[cur][y], last = sm.last[cur][y];
+    int32_t p;
+    uint32_t children;
+    link_entry(y, &p, &children);
+    const StayMerge merge = p >= 0 ? stay_merge(p, y) : StayMerge::kNone;
+    const int32_t src = p >= 0 ? p : y;  // the lane holding the prefix's values
+    EntryProbs e = entry_probs(y);
+    double l = sm.l_last[cur][y];
+    int32_t num_links = sm.num_links;
+    bool pool_full = false;
+    const T* lp = in.log_probs + row * in.stride_row;
+    // A frame's inputs for this lane: the blank's log-prob, the entry's last token's, and the
+    // frame's words lane + 32 k (1 past top_k: nothing to wait for).
+    struct FrameInputs {
+      float blank, l;
+      unsigned long long w[kWordsPerLane];
+    };
+    auto load_inputs = [&](int32_t v, FrameInputs& f) {
+      if (v >= len) return;
+      const T* frame_lp = lp + v * in.stride_frame;
+      f.blank = to_float(frame_lp[blank]);
+      f.l = node != 0 ? to_float(frame_lp[last]) : -INFINITY;
+#pragma unroll
+      for (int k = 0; k < kWordsPerLane; ++k) {
+        const int32_t j = lane + 32 * k;
+        f.w[k] = j < in.top_k ? load_relaxed(row_top + static_cast<int64_t>(v) * in.top_k + j) : 1;
+      }
+    };
+    unsigned long long w0 = 0, w1 = 0, my_word = 0;  // frame u's
+    float frame_blank = 0.0f;
+    bool take = true;  // frame u is blank (else skipped)
+    int32_t u = t;
+    // One frame: frame u + 1's inputs are in flight in `soon` while frame u is worked out, and
+    // frame u + 2's are requested into `later` (two frames ahead: a blank frame's work is
+    // shorter than a load from DRAM). Then u + 1 becomes u; false where the run ends there.
+    auto step = [&](FrameInputs& soon, FrameInputs& later) {
+      load_inputs(u + 2, later);
+      if (take) {
+        EntryProbs prefix;
+        prefix.pb = __shfl_sync(kFullWarpMask, e.pb, src);
+        prefix.pnb = __shfl_sync(kFullWarpMask, e.pnb, src);
+        prefix.vb = __shfl_sync(kFullWarpMask, e.vb, src);
+        prefix.vnb = __shfl_sync(kFullWarpMask, e.vnb, src);
+        prefix.acoustic = __shfl_sync(kFullWarpMask, e.acoustic, src);
+        prefix.chain_b = __shfl_sync(kFullWarpMask, e.chain_b, src);
+        prefix.chain_nb = __shfl_sync(kFullWarpMask, e.chain_nb, src);
+        const Stay stay = stay_of(e, node == 0, merge, prefix, l, l_blank);
+        const bool link = live && stay.new_link;
+        const unsigned links = __ballot_sync(kFullWarpMask, link);
+        int32_t chain_nb = stay.chain_parent;
+        if (link) {  // ids in lane order
+          chain_nb = num_links + __popc(links & ((1u << lane) - 1u));
+          if (chain_nb < pools.capacity) {
+            pools.link_frame[chain_nb] = frame0 + u;
+            pools.link_parent[chain_nb] = stay.chain_parent;
+          } else {
+            chain_nb = -1;
+          }
+        }
+        num_links += __popc(links);
+        pool_full |= num_links > pools.capacity;
+        e = EntryProbs{stay.pb, stay.pnb, stay.vb, stay.vnb, stay.score, stay.chain_b, chain_nb};
+      }
+      ++u;
+      if (u >= len || pool_full) return false;
+      for (;;) {  // frame u's words, as the main loop waits for them
+        bool missing = false;
+#pragma unroll
+        for (int k = 0; k < kWordsPerLane; ++k) missing |= soon.w[k] == 0;
+        if (!__any_sync(kFullWarpMask, missing)) break;
+        __nanosleep(64);
+#pragma unroll
+        for (int k = 0; k < kWordsPerLane; ++k) {
+          if (soon.w[k] == 0) {
+            soon.w[k] = load_relaxed(row_top + static_cast<int64_t>(u) * in.top_k + lane + 32 * k);
+          }
+        }
+      }
+      my_word = soon.w[0];
+      w0 = __shfl_sync(kFullWarpMask, my_word, 0);
+      w1 = __shfl_sync(kFullWarpMask, my_word, 1);
+      const float top0 = top_word_value<T>(w0);
+      const float top1 = in.top_k > 1 ? top_word_value<T>(w1) : -INFINITY;
+      if (isnan(top0) || top0 == INFINITY) return false;
+      frame_blank = soon.blank;
+      l_blank = frame_blank;
+      l = soon.l;
+      take = !(l_blank > in.skip_log_threshold);
+      if (!take) return true;
+      // the main loop's test, on the same values: its bar is the smallest acoustic + l[blank]
+      const double l_regular = top0 > frame_blank ? top0 : top1;
+      double lowest = live ? e.acoustic : INFINITY, best = live ? e.acoustic : -INFINITY;
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) {
+        lowest = fmin(lowest, __shfl_xor_sync(kFullWarpMask, lowest, offset));
+        best = fmax(best, __shfl_xor_sync(kFullWarpMask, best, offset));
+      }
+      return best + l_regular < lowest + l_blank;
+    };
+    FrameInputs a{}, b{};
+    load_inputs(t + 1, a);
+    while (step(a, b) && step(b, a)) {
+    }
+    // Rank the entries by score (better() only between equal scores) into the next buffer.
+    int32_t rank = 0;
+    bool tie = false;
+    for (int32_t k = 0; k < nb; ++k) {
+      const double score_k = __shfl_sync(kFullWarpMask, e.acoustic, k);
+      rank += score_k > e.acoustic;
+      tie |= score_k == e.acoustic && k != i;
+    }
+    if (__any_sync(kFullWarpMask, live && tie)) {
+      int32_t tied_rank = 0;
+      for (int32_t k = 0; k < nb; ++k) {
+        const double score_k = __shfl_sync(kFullWarpMask, e.acoustic, k);
+        if (live && tie && k != i) tied_rank += better(score_k, k, -1, e.acoustic, i, -1);
+      }
+      if (tie) rank = tied_rank;
+    }
+    const int nxt = cur ^ 1;
+    if (live) {
+      sm.pb[nxt][rank] = e.pb;
+      sm.pnb[nxt][rank] = e.pnb;
+      sm.vb[nxt][rank] = e.vb;
+      sm.vnb[nxt][rank] = e.vnb;
+      sm.acoustic[nxt][rank] = e.acoustic;
+      sm.l_last[nxt][rank] = l;
+      sm.node[nxt][rank] = node;
+      sm.last[nxt][rank] = last;
+      sm.parent_node[nxt][rank] = sm.parent_node[cur][i];
+      sm.depth[nxt][rank] = sm.depth[cur][i];
+      sm.chain_b[nxt][rank] = e.chain_b;
+      sm.chain_nb[nxt][rank] = e.chain_nb;
+    }
+    pre_w = has_word ? my_word : 0;
+    if (lane == 0) {
+      sm.num_links = num_links;
+      if (pool_full) sm.status |= kOutOfCapacity;
+      sm.run_end = u;
+      sm.run_blank = frame_blank;
+      sm.run_w0 = w0;
+      sm.run_w1 = w1;
+    }
   };
 
   for (int32_t t = 0; t < len && sm.status == 0; ++t) {
@@ -504,106 +719,93 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     // A blank frame (see the top of the file): every L_y would be empty, as acoustic(y) + l[c]
     // <= best + l_regular < bar. It needs l_last in shared memory (not so on a frame after
     // skipped ones). Uniform: every thread computes it from the same values.
-    const bool blank_frame = best + l_regular < bar && l_last_frame == t;
-
-    if (!blank_frame) {
-      // Entry facts, the frame's tokens.
-      if (has_word) {
-        sm.top_id[tid] = top_word_token(pre_w);
-        sm.top_l[tid] = top_word_value<T>(pre_w);
-      }
-      if (tid < nb) {
-        const int32_t i = tid;
-        if (l_last_frame != t) {  // a frame after skipped frames
-          sm.l_last[cur][i] = last_log_prob(row_lp, sm.node[cur][i], sm.last[cur][i]);
-        }
-        link_entry(i, &sm.parent_idx[i], &sm.children[i]);
-      }
-      if (tid == 0) sm.num_valid = 0;
+    if (best + l_regular < bar && l_last_frame == t) {
+      // A blank frame: warp 0 takes the run of them from here, and the CTA resumes where it
+      // ends (with the frame's inputs that warp 0 loaded: words beyond a warp are re-read).
+      if (warp == 0) blank_run(t, l_blank);
       __syncthreads();
+      cur ^= 1;
+      t = sm.run_end - 1;  // the loop's ++t
+      consumed = sm.run_end;
+      l_last_frame = sm.run_end;
+      words = row_top + static_cast<int64_t>(sm.run_end) * in.top_k;
+      pre_blank = sm.run_blank;
+      pre_w0 = sm.run_w0;
+      pre_w1 = sm.run_w1;
+      if (warp != 0) pre_w = 0;
+      continue;
     }
+
+    // Entry facts, the frame's tokens.
+    if (has_word) {
+      sm.top_id[tid] = top_word_token(pre_w);
+      sm.top_l[tid] = top_word_value<T>(pre_w);
+    }
+    if (tid < nb) {
+      const int32_t i = tid;
+      if (l_last_frame != t) {  // a frame after skipped frames
+        sm.l_last[cur][i] = last_log_prob(row_lp, sm.node[cur][i], sm.last[cur][i]);
+      }
+      link_entry(i, &sm.parent_idx[i], &sm.children[i]);
+    }
+    if (tid == 0) sm.num_valid = 0;
+    __syncthreads();
     if (t + 1 < len) load_frame(t + 1);  // consumed at the top of the next frame
 
-    // Specials: the stay and the repeat extension of each entry. On a blank frame, threads 2 i
-    // and 2 i + 1 find entry i's facts themselves, instead of behind a barrier.
+    // Specials: the stay and the repeat extension of each entry.
     if (tid < 2 * nb) {
       const int32_t i = tid / 2;
-      int32_t p;
-      uint32_t children;
-      if (blank_frame) {
-        link_entry(i, &p, &children);
-      } else {
-        p = sm.parent_idx[i];
-        children = sm.children[i];
-      }
-      const double l = sm.l_last[cur][i];
-      const bool valid = make_special(tid, p, children, l, l_blank);
-      if (valid && !blank_frame) atomicAdd(&sm.num_valid, 1);
+      const bool valid =
+          make_special(tid, sm.parent_idx[i], sm.children[i], sm.l_last[cur][i], l_blank);
+      if (valid) atomicAdd(&sm.num_valid, 1);
     }
 
-    // A blank frame keeps `beam` entries: its nb == beam stays score >= bar > -inf.
-    int32_t nb_next = nb;
-    if (blank_frame) {
-      // Up to beam 16 the specials are warp 0's alone: a warp barrier suffices.
-      if (2 * nb <= 32) {
-        if (warp == 0) __syncwarp();
-      } else {
-        __syncthreads();
-      }
-    } else {
-      // L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the
-      // blank, not last(y), not the last token of a child of y in the beam, with l > -inf,
-      // whose extension scores at least the bar (the order is by l: once below, all later are).
-      for (int32_t y = warp; y < nb; y += kWarps) {
-        const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
-        const double base = sm.acoustic[cur][y];
-        int32_t count = 0;
-        bool below = false;
-        for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
-          const int32_t j = j0 + lane;
-          bool ok = false;
-          int32_t c = -1;
-          double l = -INFINITY;
-          if (j < in.top_k) {
-            c = sm.top_id[j];
-            l = sm.top_l[j];
-            ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
-            for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
-              ok &= sm.last[cur][__ffs(m) - 1] != c;
-            }
+    // L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the
+    // blank, not last(y), not the last token of a child of y in the beam, with l > -inf,
+    // whose extension scores at least the bar (the order is by l: once below, all later are).
+    for (int32_t y = warp; y < nb; y += kWarps) {
+      const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
+      const double base = sm.acoustic[cur][y];
+      int32_t count = 0;
+      bool below = false;
+      for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
+        const int32_t j = j0 + lane;
+        bool ok = false;
+        int32_t c = -1;
+        double l = -INFINITY;
+        if (j < in.top_k) {
+          c = sm.top_id[j];
+          l = sm.top_l[j];
+          ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
+          for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
+            ok &= sm.last[cur][__ffs(m) - 1] != c;
           }
-          below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
-          const unsigned ballot = __ballot_sync(0xffffffffu, ok);
-          const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
-          if (ok && pos < beam) {
-            sm.ext_score[y][pos] = base + l;
-            sm.ext_l[y][pos] = l;
-            sm.ext_token[y][pos] = c;
-          }
-          count += __popc(ballot);
         }
-        const int32_t len_y = count < beam ? count : beam;
-        if (lane == 0) {
-          sm.ext_len[y] = len_y;
-          atomicAdd(&sm.num_valid, len_y);
+        below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
+        const unsigned ballot = __ballot_sync(0xffffffffu, ok);
+        const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
+        if (ok && pos < beam) {
+          sm.ext_score[y][pos] = base + l;
+          sm.ext_l[y][pos] = l;
+          sm.ext_token[y][pos] = c;
         }
-        if (lane >= len_y && lane < list_span) sm.ext_score[y][lane] = -INFINITY;  // see ranking
+        count += __popc(ballot);
       }
-      __syncthreads();
-      // The next beam's size (read here: tid 0 resets the count in the next frame, after the
-      // barrier below).
-      nb_next = sm.num_valid < beam ? sm.num_valid : beam;
+      const int32_t len_y = count < beam ? count : beam;
+      if (lane == 0) {
+        sm.ext_len[y] = len_y;
+        atomicAdd(&sm.num_valid, len_y);
+      }
+      if (lane >= len_y && lane < list_span) sm.ext_score[y][lane] = -INFINITY;  // see ranking
     }
+    __syncthreads();
+    // The next beam's size (read here: tid 0 resets the count in the next frame, after the
+    // barrier below).
+    const int32_t nb_next = sm.num_valid < beam ? sm.num_valid : beam;
 
     // Rank every candidate; the `beam` best become the next beam at slot = rank.
-    // Candidate x: (score, source entry, extra token or -1 for a stay).
-    auto better = [&](double sa, int32_t ya, int32_t ea, double sb, int32_t yb, int32_t eb) {
-      if (sa != sb) return sa > sb;
-      if (ya == yb) return ea < eb;  // a stay (-1) first, then by token
-      return pools.seq_less(sm.node[cur][ya], ea, sm.node[cur][yb], eb);
-    };
     const int32_t num_special = 2 * nb;
-    const int32_t num_lists = blank_frame ? 0 : nb;  // a blank frame's L_y are empty (not built)
+    const int32_t num_lists = nb;
     const int32_t total = num_special + num_lists * beam;
     for (int32_t x = tid; x < total; x += kThreads) {
       double score;
