@@ -21,6 +21,7 @@ Each variant is checked against the production op and timed by `oasr_jit.bench.m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 import torch
@@ -28,8 +29,8 @@ import torch.nn.functional as F
 
 import oasr_gemm
 from oasr_gemm import head
-from oasr_gemm.bench import check_head
-from oasr_jit.bench import Case, measure
+from oasr_gemm.bench import _head_case
+from oasr_jit.bench import measure
 
 SHAPES = ((8000, 5000, 256), (8000, 5000, 512), (8000, 8404, 512), (32000, 5000, 256))
 ROWS = (1024, 2048, 4096)
@@ -74,27 +75,10 @@ def chunked(A, B, C, rows: int, overlap: bool):
 
 
 def _case(M, V, K, dtype, name, fn):
-    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
-
-    def setup():
-        return {
-            "A": torch.randn(M, K, device="cuda").to(torch_dtype),
-            "B": (torch.randn(V, K, device="cuda") * 3 * K**-0.5).to(torch_dtype),
-            "bias": (torch.randn(V, device="cuda") * 0.1).to(torch_dtype),
-        }
-
-    return Case(
-        name=f"head {dtype} {M}x{V}x{K} {name}",
-        op="gemm_log_softmax",
-        dtype=dtype,
-        shape=f"{M}x{V}x{K}",
-        setup=setup,
-        oasr=lambda i: fn(i["A"], i["B"], i["bias"]),
-        peer=lambda i: F.log_softmax(F.linear(i["A"], i["B"], i["bias"]), dim=-1),
-        peer_name="torch",
-        flops=2 * M * V * K,
-        bytes_moved=2 * (M * K + V * K + V + M * V),
-        check=check_head,
+    """The bench's CTC-head case (same inputs and check, PyTorch as the peer), timing `fn`."""
+    case = _head_case(dtype, M, V, K, device="cuda")
+    return dataclasses.replace(
+        case, name=f"{case.name} {name}", oasr=lambda i: fn(i["A"], i["B"], i["bias"])
     )
 
 
