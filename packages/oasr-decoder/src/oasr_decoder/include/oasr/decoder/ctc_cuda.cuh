@@ -364,6 +364,7 @@ struct AdvanceSmem {
   int32_t num_entries, num_nodes, num_links, status;
   // where a run of blank frames stopped, and that frame's inputs (see blank_run)
   int32_t run_end;
+  bool run_pool_full;
   float run_blank;
   unsigned long long run_w0, run_w1;
 };
@@ -670,7 +671,7 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     pre_w = has_word ? my_word : 0;
     if (lane == 0) {
       sm.num_links = num_links;
-      if (pool_full) sm.status |= kOutOfCapacity;
+      sm.run_pool_full = pool_full;  // not sm.status: the other warps may be reading it
       sm.run_end = u;
       sm.run_blank = frame_blank;
       sm.run_w0 = w0;
@@ -725,8 +726,12 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
       if (warp == 0) blank_run(t, l_blank);
       __syncthreads();
       cur ^= 1;
-      t = sm.run_end - 1;  // the loop's ++t
       consumed = sm.run_end;
+      if (sm.run_pool_full) {  // uniform; the frame that filled the pool is the last
+        if (tid == 0) sm.status |= kOutOfCapacity;
+        break;
+      }
+      t = sm.run_end - 1;  // the loop's ++t
       l_last_frame = sm.run_end;
       words = row_top + static_cast<int64_t>(sm.run_end) * in.top_k;
       pre_blank = sm.run_blank;
