@@ -151,9 +151,10 @@ def _blank_dominated(rng: random.Random, B: int, T: int, V: int, blank: int) -> 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_beam_search_blank_frames_equal_cpu(seed):
-    """The blank-frame path (a full beam whose extensions all fall below the bar: specials only)
-    and its hand-over with ordinary frames: beams below and above 16 (one warp / all warps),
-    the blank anywhere or tied with the best token, skipped frames, lengths, 16-bit ties."""
+    """Runs of blank frames (a full beam whose extensions and repeats all fall below the bar:
+    warp 0 alone, a lane per entry) and their hand-over with ordinary frames: beams 1 to 32,
+    the blank anywhere or tied with the best token, skipped frames inside a run, lengths,
+    16-bit ties."""
     rng = random.Random(1000 + seed)
     for beam in (1, 2, 5, 10, 16, 17, 32):
         B, T = rng.randint(1, 5), rng.choice([7, 40, 113])

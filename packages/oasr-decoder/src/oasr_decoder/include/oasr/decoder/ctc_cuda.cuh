@@ -413,7 +413,7 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
       sm.last[0][tid] = pools.token[n];
       sm.parent_node[0][tid] = pools.parent[n];
       sm.depth[0][tid] = pools.depth[n];
-      // l_last for frame 0 (the entries' only), so frame 0 may take the blank-frame path
+      // l_last for frame 0 (the entries' only), so frame 0 may start a run of blank frames
       if (len > 0 && tid < counters[kNumEntries]) {
         sm.l_last[0][tid] = last_log_prob(in.log_probs + row * in.stride_row, n, pools.token[n]);
       }
