@@ -846,15 +846,20 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
         tie |= sz == score && z != x;
       }
       // The lists: L_w[j] > score exactly for j below a count found by a branch-free search
-      // over list_span slots (-inf past the list's end), two lists at a time so that their
-      // chains of shared-memory loads overlap. x's own list is counted by list_pos.
+      // over the smallest power of two of slots that holds both lists of a pair (-inf past a
+      // list's end, up to list_span), two lists at a time so that their chains of
+      // shared-memory loads overlap; a pair of empty lists is skipped. The span is the same
+      // for every thread: no divergence. x's own list is counted by list_pos.
       const int32_t own = list_pos >= 0 ? y : -1;
       for (int32_t w = 0; w < num_lists; w += 2) {
         const int32_t w2 = w + 1 < num_lists ? w + 1 : w;
+        const int32_t longer = max(sm.ext_len[w], sm.ext_len[w2]);
+        if (longer == 0) continue;
+        const int32_t span = longer == 1 ? 1 : 1 << (32 - __clz(longer - 1));
         const double* la = sm.ext_score[w];
         const double* lb = sm.ext_score[w2];
         int32_t a = 0, b = 0;
-        for (int32_t half = list_span / 2; half > 0; half /= 2) {
+        for (int32_t half = span / 2; half > 0; half /= 2) {
           a += la[a + half - 1] > score ? half : 0;
           b += lb[b + half - 1] > score ? half : 0;
         }
