@@ -23,7 +23,9 @@
 // compiled once per activation, none included. A switch on every element, unrolled N x kItems
 // times with all its arms, made rms_norm at 8000 x 1024 fp16 take 18 us (ncu: 40 registers,
 // 1.26 waves) against 9.5 us without it, and layer_norm + swish at 8000 x 1024 27 against 15 us
-// (H200).
+// (H200). A launch without an activation takes a kernel compiled without the arms (kActivated
+// false): a kernel holds the registers of its most demanding arm, and the arms took the plain
+// fp16 rms_norm over rows of 512 from 40 to 62 registers.
 #pragma once
 
 #include <type_traits>
@@ -105,7 +107,8 @@ constexpr int kGroupsPerBlock = kThreadsPerRow < 128 ? 128 / kThreadsPerRow : 1;
 template <int kThreadsPerRow, int kItems>
 constexpr int kRowsPerBlock = kGroupsPerBlock<kThreadsPerRow> * kRowsPerGroup<kThreadsPerRow, kItems>;
 
-template <typename T, RowNormKind kKind, bool kAdd, int kThreadsPerRow, int kItems>
+template <typename T, RowNormKind kKind, bool kAdd, bool kActivated, int kThreadsPerRow,
+          int kItems>
 __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRow>)
     row_norm_registers_kernel(RowNormArgs<T> args) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow % 128 == 0,
@@ -121,18 +124,14 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
   const int64_t cols = args.cols;
   const float inv_cols = 1.0f / float(cols);
 
-  auto reduce = [&](float value) {
-    if constexpr (kThreadsPerRow == 32) {
-      return warp_reduce_sum(value);
-    } else {
-      return block_reduce_sum<kThreadsPerRow>(value, smem_partials);
-    }
-  };
   auto column = [&](int i) { return (int64_t(i) * kThreadsPerRow + lane) * N; };
 
-  // The rows as loaded (packed: 16-bit types take half the registers floats would), every load
-  // of every row issued before any arithmetic.
+  // The rows as loaded (packed: 16-bit types take half the registers floats would), and the
+  // residual rows, every load of every row issued before any arithmetic. (Loading the residual
+  // inside the add loop let ptxas give the plain fused-add kernels so few registers that their
+  // loads went out one vector at a time: add_rms_norm 8000 x 1024 fp16 took 20.8 us, not 18.4.)
   Vec<T, N> v[R][kItems];
+  Vec<T, N> res[kAdd ? R : 1][kAdd ? kItems : 1];
   bool live[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -140,7 +139,20 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
     live[r] = row < args.rows;
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
-      if (live[r] && column(i) < cols) v[r][i].load(args.x + row * args.x_stride + column(i));
+      if (!live[r] || column(i) >= cols) continue;
+      v[r][i].load(args.x + row * args.x_stride + column(i));
+      if constexpr (kAdd) res[r][i].load(args.residual + row * args.residual_stride + column(i));
+    }
+  }
+  // A warp with two rows loads the weight with them: one load serves both rows, and its L2
+  // round trip no longer follows the statistics (rms_norm 32000 x 512: 20.4 -> 17.2 us). Wider
+  // rows would pay for it in registers; so would the bias (layer_norm 8000 x 512 got slower).
+  constexpr bool kEarlyWeight = R > 1;
+  Vec<T, N> early_w[kEarlyWeight ? kItems : 1];
+  if (kEarlyWeight && args.weight) {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      if (column(i) < cols) early_w[i].load(args.weight + column(i));
     }
   }
   if constexpr (kAdd) {
@@ -150,48 +162,67 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
         if (!live[r] || column(i) >= cols) continue;
-        Vec<T, N> res;
-        res.load(args.residual + row * args.residual_stride + column(i));
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-          v[r][i][j] = from_float<T>(__fadd_rn(to_float(v[r][i][j]), to_float(res[j])));
+          v[r][i][j] = from_float<T>(__fadd_rn(to_float(v[r][i][j]), to_float(res[r][i][j])));
         }
         v[r][i].store(args.residual_out + row * args.residual_out_stride + column(i));
       }
     }
   }
 
-  float mean[R], scale[R];
-  const float gain = kKind == RowNormKind::kBias ? expf(to_float(args.log_scale[0])) : 1.0f;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    mean[r] = 0.0f;
-    if constexpr (kKind == RowNormKind::kLayer) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        if (!live[r] || column(i) >= cols) continue;
-#pragma unroll
-        for (int j = 0; j < N; ++j) sum += to_float(v[r][i][j]);
-      }
-      mean[r] = reduce(sum) * inv_cols;
-    }
-    float sq = 0.0f;
+  // The statistics. A thread sums each vector pairwise, and the R rows of a warp are reduced in
+  // one butterfly, so the dependent chains are short: a warp's rows are one wave's whole life at
+  // 8000 rows, and its latency is the kernel's.
+  auto thread_sum = [&](int r, auto term) {
+    float total = 0.0f;
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       if (!live[r] || column(i) >= cols) continue;
       Vec<T, N> center;
       if constexpr (kKind == RowNormKind::kBias) center.load(args.center + column(i));
+      float t[N];
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
-        float d = to_float(v[r][i][j]);
-        if constexpr (kKind == RowNormKind::kLayer) d -= mean[r];
-        if constexpr (kKind == RowNormKind::kBias) d -= to_float(center[j]);
-        sq += d * d;
+      for (int j = 0; j < N; ++j) t[j] = term(to_float(v[r][i][j]), center[j]);
+#pragma unroll
+      for (int half = N / 2; half > 0; half /= 2) {
+#pragma unroll
+        for (int j = 0; j < half; ++j) t[j] += t[j + half];
       }
+      total += t[0];
     }
-    scale[r] = detail::row_scale<kKind>(reduce(sq) * inv_cols, args.eps, gain);
+    return total;
+  };
+  auto reduce_rows = [&](float (&values)[R]) {
+    if constexpr (kThreadsPerRow == 32) {
+      warp_reduce_sum_each(values);
+    } else {
+      static_assert(R == 1, "a block reduces one row");
+      values[0] = block_reduce_sum<kThreadsPerRow>(values[0], smem_partials);
+    }
+  };
+  float mean[R] = {}, scale[R];
+  if constexpr (kKind == RowNormKind::kLayer) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) mean[r] = thread_sum(r, [](float x, T) { return x; });
+    reduce_rows(mean);
+#pragma unroll
+    for (int r = 0; r < R; ++r) mean[r] *= inv_cols;
   }
+  float sq[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    sq[r] = thread_sum(r, [&](float x, T center) {
+      float d = x;
+      if constexpr (kKind == RowNormKind::kLayer) d -= mean[r];
+      if constexpr (kKind == RowNormKind::kBias) d -= to_float(center);
+      return d * d;
+    });
+  }
+  reduce_rows(sq);
+  const float gain = kKind == RowNormKind::kBias ? expf(to_float(args.log_scale[0])) : 1.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) scale[r] = detail::row_scale<kKind>(sq[r] * inv_cols, args.eps, gain);
 
   auto write = [&](auto activation) {
     constexpr Activation kAct = decltype(activation)::value;
@@ -199,7 +230,11 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
     for (int i = 0; i < kItems; ++i) {
       if (column(i) >= cols) continue;
       Vec<T, N> w, b;
-      if (args.weight) w.load(args.weight + column(i));
+      if constexpr (kEarlyWeight) {
+        w = early_w[i];
+      } else if (args.weight) {
+        w.load(args.weight + column(i));
+      }
       if (args.beta) b.load(args.beta + column(i));
 #pragma unroll
       for (int r = 0; r < R; ++r) {
@@ -217,7 +252,11 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
       }
     }
   };
-  with_activation(args.activation, write);  // chosen once per row (the top of the file)
+  if constexpr (kActivated) {
+    with_activation(args.activation, write);  // chosen once per row (the top of the file)
+  } else {
+    write(std::integral_constant<Activation, Activation::kNone>{});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -225,7 +264,7 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
 
 constexpr int kLoopedThreads = 512;
 
-template <typename T, RowNormKind kKind, bool kAdd, bool kVectorized>
+template <typename T, RowNormKind kKind, bool kAdd, bool kActivated, bool kVectorized>
 __global__ void __launch_bounds__(kLoopedThreads) row_norm_looped_kernel(RowNormArgs<T> args) {
   constexpr int N = kVectorized ? kVec128<T> : 1;
   __shared__ float smem_partials[kLoopedThreads / kWarpSize];
@@ -286,7 +325,11 @@ __global__ void __launch_bounds__(kLoopedThreads) row_norm_looped_kernel(RowNorm
       y.store(args.out + row * cols + c);
     }
   };
-  with_activation(args.activation, write);  // chosen once per row (the top of the file)
+  if constexpr (kActivated) {
+    with_activation(args.activation, write);  // chosen once per row (the top of the file)
+  } else {
+    write(std::integral_constant<Activation, Activation::kNone>{});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -306,7 +349,7 @@ inline bool rows_vectorizable(const RowNormArgs<T>& a, bool add) {
   return ok;
 }
 
-template <typename T, RowNormKind kKind, bool kAdd>
+template <typename T, RowNormKind kKind, bool kAdd, bool kActivated>
 cudaError_t launch_row_norm_kind(const RowNormArgs<T>& args, cudaStream_t stream) {
   constexpr int N = kVec128<T>;
   if (rows_vectorizable(args, kAdd)) {
@@ -322,7 +365,7 @@ cudaError_t launch_row_norm_kind(const RowNormArgs<T>& args, cudaStream_t stream
       constexpr int kThreadsPerBlock = kThreads * kGroupsPerBlock<kThreads>;
       const dim3 grid(static_cast<unsigned>(
           ceil_div<int64_t>(args.rows, kRowsPerBlock<kThreads, kItems>)));
-      row_norm_registers_kernel<T, kKind, kAdd, kThreads, kItems>
+      row_norm_registers_kernel<T, kKind, kAdd, kActivated, kThreads, kItems>
           <<<grid, kThreadsPerBlock, 0, stream>>>(args);
       status = cudaGetLastError();
     };
@@ -337,13 +380,20 @@ cudaError_t launch_row_norm_kind(const RowNormArgs<T>& args, cudaStream_t stream
     try_shape(integral_constant<int, 256>{}, integral_constant<int, 8>{});
     try_shape(integral_constant<int, 512>{}, integral_constant<int, 8>{});
     if (status != cudaErrorNotReady) return status;
-    row_norm_looped_kernel<T, kKind, kAdd, true>
+    row_norm_looped_kernel<T, kKind, kAdd, kActivated, true>
         <<<static_cast<unsigned>(args.rows), kLoopedThreads, 0, stream>>>(args);
     return cudaGetLastError();
   }
-  row_norm_looped_kernel<T, kKind, kAdd, false>
+  row_norm_looped_kernel<T, kKind, kAdd, kActivated, false>
       <<<static_cast<unsigned>(args.rows), kLoopedThreads, 0, stream>>>(args);
   return cudaGetLastError();
+}
+
+template <typename T, RowNormKind kKind, bool kAdd>
+cudaError_t launch_row_norm_activated(const RowNormArgs<T>& args, cudaStream_t stream) {
+  return args.activation == Activation::kNone
+             ? launch_row_norm_kind<T, kKind, kAdd, false>(args, stream)
+             : launch_row_norm_kind<T, kKind, kAdd, true>(args, stream);
 }
 
 // Launch one row normalization; `add` selects the fused-residual kernels. rows <= 2^31 - 1
@@ -352,13 +402,13 @@ template <typename T>
 cudaError_t launch_row_norm(const RowNormArgs<T>& args, bool add, cudaStream_t stream) {
   switch (args.kind) {
     case RowNormKind::kLayer:
-      return add ? launch_row_norm_kind<T, RowNormKind::kLayer, true>(args, stream)
-                 : launch_row_norm_kind<T, RowNormKind::kLayer, false>(args, stream);
+      return add ? launch_row_norm_activated<T, RowNormKind::kLayer, true>(args, stream)
+                 : launch_row_norm_activated<T, RowNormKind::kLayer, false>(args, stream);
     case RowNormKind::kRms:
-      return add ? launch_row_norm_kind<T, RowNormKind::kRms, true>(args, stream)
-                 : launch_row_norm_kind<T, RowNormKind::kRms, false>(args, stream);
+      return add ? launch_row_norm_activated<T, RowNormKind::kRms, true>(args, stream)
+                 : launch_row_norm_activated<T, RowNormKind::kRms, false>(args, stream);
     case RowNormKind::kBias:
-      return launch_row_norm_kind<T, RowNormKind::kBias, false>(args, stream);
+      return launch_row_norm_activated<T, RowNormKind::kBias, false>(args, stream);
     default:
       return cudaErrorInvalidValue;
   }
