@@ -141,6 +141,22 @@ def test_extremes_follow_the_twin(op, dtype):
     assert_close(out, _twin(op, x[None]), equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_every_16bit_pattern_converts_exactly(dtype):
+    """relu passes every non-negative value through unchanged, so its output shows the kernels'
+    conversions to float and back (oasr::to_float / from_float, shared by every family) on all
+    65536 bit patterns: subnormals, infinities and NaNs included."""
+    bits = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    x = bits.view(dtype).cuda()
+    out = _poisoned_out("relu", x[None])
+    oasr_norm.relu(x[None], out=out)
+    expected = torch.where(x > 0, x, torch.zeros_like(x))  # NaN > 0 is false: NaN is kept below
+    expected = torch.where(x.isnan(), x, expected)
+    torch.testing.assert_close(out[0], expected, rtol=0, atol=0, equal_nan=True)
+    positive = ~x.isnan() & (x > 0)
+    assert torch.equal(out[0][positive].view(torch.int16), x[positive].view(torch.int16))
+
+
 def test_overlapping_out_is_refused_by_the_op():
     buf = _randn(2 * 256, dtype=torch.float32)
     x, out = buf[:256].view(4, 64), buf[64 : 64 + 256].view(4, 64)
