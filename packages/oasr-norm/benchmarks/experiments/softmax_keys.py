@@ -3,7 +3,8 @@ whether a row's alignment (250 halves = 500-byte rows, 4-byte aligned; 248 and 2
 16-byte vectors; 500 = 8-byte aligned) sets the kernel's share of copy bandwidth. Four inputs
 rotated, the calls queued behind a sleep kernel, CUDA events; tanh on the same bytes for scale.
 Under ncu (``ncu --clock-control none --profile-from-start off --set full python
-softmax_keys.py profile``) it profiles one call of each: oasr softmax, torch.softmax, oasr tanh."""
+softmax_keys.py profile``) it profiles one call of each: oasr softmax, torch.softmax, oasr tanh.
+``python softmax_keys.py align`` times rows whose starts are 512-byte aligned (session 16)."""
 
 import sys
 
@@ -37,7 +38,25 @@ def rotating(op, xs):
     return call
 
 
-if len(sys.argv) > 1 and sys.argv[1] == "profile":
+def aligned_rows(rows, keys, stride):
+    """[rows, keys] views of a [rows, stride] buffer: every row starts 2 * stride bytes apart."""
+    return torch.randn(rows, stride, device="cuda").half()[:, :keys]
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "align":
+    # Session 16: the same kernel shape on rows whose start is 512-byte aligned (a stride of 256
+    # halves) against contiguous rows, and a copy of the same bytes for scale.
+    for keys, stride in ((250, 250), (250, 256), (248, 248), (248, 256), (252, 252), (256, 256)):
+        rows = 64000 * 250 // keys
+        xs = [aligned_rows(rows, keys, stride) for _ in range(4)]
+        us = time_us(rotating(oasr_norm.softmax, xs))
+        copy_us = time_us(rotating(lambda x: x.clone(), xs))
+        gbps = 2 * rows * keys * 2 / us / 1e3
+        print(
+            f"softmax fp16 {rows}x{keys} (row stride {stride}): {us:.1f} us, "
+            f"{gbps / COPY_GBPS:.0%} of copy; x.clone() {copy_us:.1f} us"
+        )
+elif len(sys.argv) > 1 and sys.argv[1] == "profile":
     x = torch.randn(32, 8, 250, 250, device="cuda").half()
     a = torch.randn(8000, 2048, device="cuda").half()
     for _ in range(2):

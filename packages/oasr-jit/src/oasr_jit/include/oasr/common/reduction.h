@@ -36,14 +36,16 @@ OASR_DEVICE float warp_reduce_sum(float value) {
   return warp_reduce<SumOp, kWidth>(value);
 }
 
-// warp_reduce_sum of each of kCount values with their shuffles interleaved: the latency of one
-// reduction, not kCount of them.
-template <int kCount>
-OASR_DEVICE void warp_reduce_sum_each(float (&values)[kCount]) {
+// warp_reduce of each of kCount values with their shuffles interleaved: the latency of one
+// reduction, not kCount of them (a warp that holds several rows).
+template <typename Op, int kCount>
+OASR_DEVICE void warp_reduce_each(float (&values)[kCount], Op op = Op{}) {
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
 #pragma unroll
-    for (int k = 0; k < kCount; ++k) values[k] += __shfl_xor_sync(kFullWarpMask, values[k], offset);
+    for (int k = 0; k < kCount; ++k) {
+      values[k] = op(values[k], __shfl_xor_sync(kFullWarpMask, values[k], offset));
+    }
   }
 }
 

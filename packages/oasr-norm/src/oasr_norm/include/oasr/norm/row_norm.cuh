@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
   };
   auto reduce_rows = [&](float (&values)[R]) {
     if constexpr (kThreadsPerRow == 32) {
-      warp_reduce_sum_each(values);
+      warp_reduce_each<SumOp>(values);
     } else {
       static_assert(R == 1, "a block reduces one row");
       values[0] = block_reduce_sum<kThreadsPerRow>(values[0], smem_partials);
