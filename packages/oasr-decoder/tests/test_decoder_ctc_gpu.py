@@ -373,10 +373,6 @@ def test_decoders_capture_in_a_graph():
 
 
 # ---------------------------------------------------------------------------------------------
-# refusals
-
-
-# ---------------------------------------------------------------------------------------------
 # the chunk kernel: its top-k CTAs beside the rows, its scratch left zeroed
 
 
@@ -422,6 +418,10 @@ def test_chunk_scratch_is_zero_after_every_chunk():
     assert int(top.count_nonzero()) == 0 and int(sync.count_nonzero()) == 0
     status = stream.result(check=False).status.tolist()
     assert status[3] != 0 and status[:3] + status[4:] == [0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals
 
 
 def test_refusals():
