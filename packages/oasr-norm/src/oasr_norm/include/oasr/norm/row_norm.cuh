@@ -120,7 +120,10 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
   const int lane = threadIdx.x % kThreadsPerRow;
   const int64_t first_row =
       (int64_t(blockIdx.x) * kGroupsPerBlock<kThreadsPerRow> + threadIdx.x / kThreadsPerRow) * R;
-  if (first_row >= args.rows) return;  // whole warps/blocks leave together: no split reduction
+  // A warp with one row and no residual (kStage, below) stays for its block's barrier; otherwise
+  // whole warps or blocks leave together (no split reduction).
+  constexpr bool kStage = kThreadsPerRow == 32 && R == 1 && !kAdd;
+  if (!kStage && first_row >= args.rows) return;
   const int64_t cols = args.cols;
   const float inv_cols = 1.0f / float(cols);
 
@@ -144,15 +147,28 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
       if constexpr (kAdd) res[r][i].load(args.residual + row * args.residual_stride + column(i));
     }
   }
-  // A warp with two rows loads the weight with them: one load serves both rows, and its L2
-  // round trip no longer follows the statistics (rms_norm 32000 x 512: 20.4 -> 17.2 us). Wider
-  // rows would pay for it in registers; so would the bias (layer_norm 8000 x 512 got slower).
+  // The weight and bias are loaded with the rows, so that their L2 round trip does not follow
+  // the statistics. A warp with two rows holds the weight in registers: one load serves both
+  // rows (rms_norm 32000 x 512: 20.4 -> 17.2 us); the bias too would cost registers (layer_norm
+  // 8000 x 512 got slower). Wider rows, a warp each, would pay for either in registers: there
+  // the block's warps stage one copy of both in shared memory (layer_norm 8000 x 1024: 10.3 ->
+  // 9.0 us; ptxas had hoisted the store loop's weight and bias loads, 48 registers against 40).
+  // The fused-add kernels keep their loads in the store loop: staged, they measured no faster.
   constexpr bool kEarlyWeight = R > 1;
   Vec<T, N> early_w[kEarlyWeight ? kItems : 1];
   if (kEarlyWeight && args.weight) {
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       if (column(i) < cols) early_w[i].load(args.weight + column(i));
+    }
+  }
+  constexpr int kStaged = kStage ? kThreadsPerRow * kItems : 1;  // 128-bit vectors of a row
+  __shared__ Vec<T, N> smem_weight[kStaged], smem_beta[kStaged];
+  if constexpr (kStage) {
+    constexpr int kBlockThreads = kThreadsPerRow * kGroupsPerBlock<kThreadsPerRow>;
+    for (int k = threadIdx.x; k < kStaged && int64_t(k) * N < cols; k += kBlockThreads) {
+      if (args.weight) smem_weight[k].load(args.weight + int64_t(k) * N);
+      if (args.beta) smem_beta[k].load(args.beta + int64_t(k) * N);
     }
   }
   if constexpr (kAdd) {
@@ -224,6 +240,11 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
 #pragma unroll
   for (int r = 0; r < R; ++r) scale[r] = detail::row_scale<kKind>(sq[r] * inv_cols, args.eps, gain);
 
+  if constexpr (kStage) {
+    __syncthreads();  // the staged weight and bias (after the statistics: measured faster)
+    if (first_row >= args.rows) return;
+  }
+
   auto write = [&](auto activation) {
     constexpr Activation kAct = decltype(activation)::value;
 #pragma unroll
@@ -232,10 +253,16 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
       Vec<T, N> w, b;
       if constexpr (kEarlyWeight) {
         w = early_w[i];
+      } else if constexpr (kStage) {
+        w = smem_weight[i * kThreadsPerRow + lane];
       } else if (args.weight) {
         w.load(args.weight + column(i));
       }
-      if (args.beta) b.load(args.beta + column(i));
+      if constexpr (kStage) {
+        b = smem_beta[i * kThreadsPerRow + lane];
+      } else if (args.beta) {
+        b.load(args.beta + column(i));
+      }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         if (!live[r]) continue;
