@@ -1,10 +1,11 @@
 """`bmm` on the GPU against an fp32 reference. The general lane: the alignments the launcher
 picks (loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8),
-B contiguous along N or along K, broadcast batches, two batch dims that do not fold into one
-stride (either one outer), padded rows, more problems (and small-K rows) than a grid dimension
-holds, ``out=``. The tuned lane (sm90): each tile of the ladder, both B layouts, odd M, one and
-many problems, the cases that must stay on the general lane. Refusals of a direct module call;
-CUDA-graph capture of both lanes."""
+the small-N kernel (N <= 16: K below, at and past its chunk of 64, forced against the CUTLASS
+kernel), B contiguous along N or along K, broadcast batches, two batch dims that do not fold
+into one stride (either one outer), padded rows, more problems (and small-K rows) than a grid
+dimension holds, ``out=``. The tuned lane (sm90): each tile of the ladder, both B layouts, odd
+M, one and many problems, the cases that must stay on the general lane. Refusals of a direct
+module call; CUDA-graph capture of both lanes and the small-N kernel."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import torch
 
 import oasr_gemm
 from oasr_gemm import _jit
+from oasr_gemm.batched import batch_views
+from oasr_gemm.gemm import _DTYPE_TAGS
 from oasr_jit.testing import skip_unless_gpu
 
 pytestmark = skip_unless_gpu()
@@ -39,11 +42,14 @@ def _check(A, B, dtype, **kw):
 # (L, M, K, N): the kernel and (load, store) alignments the launcher picks, for B along K / N
 SHAPES = [
     (4, 64, 32, 256),  # (8, 8) both: the tuned lane
-    (6, 250, 32, 12),  # (8, 4) / (4, 4): N 12 (Zipformer value head)
-    (6, 30, 250, 12),  # (2, 4) / (2, 4): K 250 (attention weights · values)
+    (6, 250, 32, 20),  # (8, 4) / (4, 4)
+    (6, 30, 250, 20),  # (2, 4) / (2, 4): K 250
     (8, 250, 32, 499),  # (8, 1) / SIMT: the odd position extent 2T - 1
-    (5, 33, 9, 5),  # SIMT
+    (5, 33, 9, 17),  # SIMT
     (3, 40, 10, 24),  # (2, 8) / (2, 8): the smallest K on tensor cores
+    (6, 250, 32, 12),  # small-N: N 12 (Zipformer value head)
+    (6, 30, 250, 12),  # small-N: K 250 (attention weights · values)
+    (5, 33, 9, 5),  # small-N: odd everything
     (8, 250, 4, 250),  # small-K kernel: K 4 (Zipformer position head)
     (5, 33, 7, 5),  # small-K: odd everything
     (2, 300, 1, 131),  # small-K: K 1, N past one CTA's 128 columns
@@ -88,12 +94,12 @@ def test_batch_dims_that_do_not_fold_and_padded_rows(dims, K, dtype):
     _check(A, B, dtype)
 
 
-@pytest.mark.parametrize("K", [8, 16], ids=["small_k", "cutlass"])
+@pytest.mark.parametrize("K", [8, 16], ids=["small_k", "small_n"])
 def test_more_problems_than_the_grid_z_dimension(K):
     dtype = torch.float16
     A = _randn(70000, 2, K, dtype=dtype)
     B = _randn(70000, K, 6, dtype=dtype, seed=1)  # N 6: the general lane (the tuned one below)
-    assert oasr_gemm.bmm_lane(A, B) == ("small_k" if K == 8 else "sm80 2/2")
+    assert oasr_gemm.bmm_lane(A, B) == ("small_k" if K == 8 else "small_n")
     _check(A, B, dtype)
 
 
@@ -180,6 +186,68 @@ def test_small_k_more_rows_than_the_grid_y_dimension():
     _check(A, _randn(1, 3, 5, dtype=dtype, seed=1), dtype)
 
 
+def _forced(A, B, choice):
+    """bmm through the module's ``_with`` export: -2 the CUTLASS general lane, -3 small-N."""
+    dtype = A.dtype
+    _, a4, b4, b_layout = batch_views(A, B)
+    fn = getattr(_jit.bmm_module(), _jit.bmm_function_name(_DTYPE_TAGS[dtype], b_layout) + "_with")
+    out = torch.full((*a4.shape[:3], b4.shape[-1]), float("nan"), device="cuda", dtype=dtype)
+    fn(out, a4, b4, choice)
+    return out
+
+
+# (L, M, K, N): K below and past one chunk of 128 and across several with a ragged last one; odd
+# K or N (2-byte loads) and even ones (4-byte loads); one or two 8-column MMA tiles
+SMALL_N = [
+    (3, 33, 9, 1),
+    (2, 64, 63, 16),
+    (2, 65, 64, 7),
+    (4, 31, 129, 12),
+    (2, 250, 250, 12),
+    (2, 40, 130, 10),
+    (1, 70, 300, 8),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SMALL_N, ids=str)
+@pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
+def test_small_n_against_the_reference_and_the_cutlass_kernel(shape, b_layout, dtype):
+    L, M, K, N = shape
+    A, B = _operands(L, M, K, N, b_layout, dtype)
+    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    _check(A, B, dtype)
+    want = torch.matmul(A.float(), B.float())
+    for choice in (-3, -2):  # small-N, then the CUTLASS kernel the call used to run
+        torch.testing.assert_close(_forced(A, B, choice)[0].float(), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_n_attention_values_with_broadcast_and_padded_rows(dtype):
+    """Zipformer's weights · values as views: A head-major (the batch dims do not fold) with
+    padded rows, B broadcast over the batch."""
+    A = _randn(4, 3, 250, 256, dtype=dtype).transpose(0, 1)[..., :250]
+    B = _randn(4, 250, 12, dtype=dtype, seed=1, scale=250**-0.5)
+    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    _check(A, B, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_n_with_an_odd_start(dtype):
+    """Even K and N, but A one element into its storage: the 2-byte loads."""
+    A = _randn(3 * 40 * 64 + 1, dtype=dtype)[1:].view(3, 40, 64)
+    B = _randn(3, 64, 12, dtype=dtype, seed=1, scale=0.125)
+    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    _check(A, B, dtype)
+
+
+def test_small_n_refuses_a_wide_n_when_forced():
+    A, B = _randn(2, 40, 32, dtype=torch.float16), _randn(2, 32, 17, dtype=torch.float16)
+    with pytest.raises(ValueError, match="N <= 16"):
+        _forced(A, B, -3)
+    torch.cuda.synchronize()
+
+
 def test_empty_and_zero_k():
     dtype = torch.bfloat16
     assert oasr_gemm.bmm(_randn(0, 5, 8, dtype=dtype), _randn(0, 8, 8, dtype=dtype)).shape == (
@@ -204,12 +272,13 @@ def test_direct_module_call_refusals():
     torch.cuda.synchronize()
 
 
-@pytest.mark.parametrize("N", [250, 256], ids=["general", "tuned"])
+@pytest.mark.parametrize("N", [250, 256, 12], ids=["general", "tuned", "small_n"])
 def test_graph_capture(N):
     dtype = torch.float16
     A = _randn(8, 250, 32, dtype=dtype)
     B = _randn(8, N, 32, dtype=dtype, seed=1, scale=0.2).transpose(-1, -2)
-    assert oasr_gemm.bmm_lane(A, B).startswith("sm90" if N == 256 else "sm80")
+    lane = {250: "sm80", 256: "sm90", 12: "small_n"}[N]
+    assert oasr_gemm.bmm_lane(A, B).startswith(lane)
     out = torch.empty(8, 250, N, device="cuda", dtype=dtype)
     oasr_gemm.bmm(A, B, out=out)  # builds and loads the module outside the capture
     side = torch.cuda.Stream()

@@ -1,11 +1,10 @@
 """Compile-only smoke for sm_90a with nvcc (no GPU): one config of the sm90 template with the
 plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine; the
-plain module also links an sm80 unit, as the production module does), the
-sm80 lane's four ways of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS
-2.x general lane (its 13 alignment pairs and the small-K kernel, about 35 s) with one unit of its
-sm90 tuned lane, one of group_gemm
-(about 15 s), gemm_log_softmax's row pass (the shared softmax kernels, about 30 s) and its
-one-kernel head (about 15 s)."""
+plain module also links an sm80 unit, as the production module does), the sm80 lane's four ways
+of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS 2.x general lane (its
+13 alignment pairs, the small-K and small-N kernels, about 35 s) with one unit of its sm90 tuned
+lane, one of group_gemm (about 15 s), gemm_log_softmax's row pass (the shared softmax kernels,
+about 30 s) and its one-kernel head (about 15 s)."""
 
 from __future__ import annotations
 

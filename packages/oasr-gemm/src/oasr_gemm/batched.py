@@ -11,9 +11,10 @@ kernel takes raises ValueError naming the fix; nothing falls back to PyTorch sil
 
 Two lanes (`docs/gemm.md`, "bmm"): the tuned lane (sm90 TMA + wgmma, one launch over the
 batch) when every batch is stored (no broadcast), the batch dims fold into one stride per operand
-and pointers, strides and extents are multiples of 8 elements; the general lane (CUTLASS 2.x
-``mma.sync``, SIMT where loads are 1-element, a small-K kernel for K <= 8) for everything else.
-`bmm_lane` names the kernel a call would run.
+and pointers, strides and extents are multiples of 8 elements; the general lane for everything
+else: a small-K kernel for K <= 8, a small-N kernel (``mma.sync`` on 32-row tiles) for N <= 16,
+else CUTLASS 2.x ``mma.sync`` (SIMT where loads are 1-element). `bmm_lane` names the kernel a
+call would run.
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ def bmm(
 def bmm_lane(A: torch.Tensor, B: torch.Tensor) -> str:
     """The kernel ``bmm(A, B)`` runs (nothing is launched): ``"sm90 <config id>"`` (the tuned
     lane; the general lane runs instead if CUTLASS refuses the problem), ``"sm80 <load>/<store>"``
-    (the general lane's tensor-op kernel and its alignments), ``"simt"``, ``"small_k"`` or
-    ``"empty"``. Raises like `bmm` on a call it would refuse."""
+    (the general lane's tensor-op kernel and its alignments), ``"simt"``, ``"small_k"``,
+    ``"small_n"`` or ``"empty"``. Raises like `bmm` on a call it would refuse."""
     _check(A, "A")
     _check(B, "B", A.dtype)
     require_cuda(A, "the bmm kernels")

@@ -1,10 +1,11 @@
 // The launcher of bmm (one rendered translation unit per dtype and B layout): the checks, the
 // batch folding, the choice of lane and kernel, the launches.
 //
-// K <= kBmmSmallKMax runs the small-K kernel (plain FMAs, any alignment); larger K the CUTLASS
-// kernels: the tuned lane (sm90 TMA + wgmma, bmm_sm90_template.cuh) when the batch folds into
-// one launch, no operand is broadcast over it and everything is aligned to 8 elements; else the
-// general lane (CUTLASS 2.x, bmm_sm80_template.cuh), which takes any alignment.
+// K <= kBmmSmallKMax runs the small-K kernel (plain FMAs, any alignment). Larger K runs the
+// tuned lane (sm90 TMA + wgmma, bmm_sm90_template.cuh) when the batch folds into one launch, no
+// operand is broadcast over it and everything is aligned to 8 elements; else N <= kBmmSmallNMax
+// runs the small-N kernel (fp32 FMAs, any alignment, bmm_small_n.cuh), and the rest the CUTLASS
+// 2.x general lane (bmm_sm80_template.cuh), which takes any alignment.
 //
 // out [B0, B1, M, N] (contiguous) = a [B0, B1, M, K] · b [B0, B1, K, N], where a and b are any
 // strided views (stride 0: a broadcast batch), a with a unit stride along K and b with a unit
@@ -16,6 +17,7 @@
 #include "oasr/common/types.h"
 #include "oasr/gemm/bmm_sm80_template.cuh"
 #include "oasr/gemm/bmm_small_k.cuh"
+#include "oasr/gemm/bmm_small_n.cuh"
 #include "tvm_ffi_utils.h"
 
 #include <algorithm>
@@ -99,21 +101,25 @@ void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_
   }
 }
 
-// Which kernel a call runs: the launcher's choice, the general lane, or tuned kernel i >= 0
-// (for measuring the kernels against each other on one problem).
+// Which kernel a call runs: the launcher's choice, the CUTLASS general lane, the small-N kernel,
+// or tuned kernel i >= 0 (for measuring the kernels against each other on one problem; K <=
+// kBmmSmallKMax always runs the small-K kernel).
 constexpr int kBmmAuto = -1;
 constexpr int kBmmGeneral = -2;
+constexpr int kBmmSmallN = -3;
 
 // Checks the call and launches it; with dry_run, launches nothing and names the kernel it would
-// run: "small_k", "sm90 <config id>", "sm80 <load>/<store>" (the alignments), "simt" or "empty"
+// run: "small_k", "sm90 <config id>", "small_n", "sm80 <load>/<store>" (the alignments), "simt"
+// or "empty"
 // (the name is built only then: a launch returns an empty string).
 template <typename T, bool kBRowMajor>
 std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant,
                        const TunedBmm<T>* tuned, int num_tuned, bool dry_run = false,
                        int choice = kBmmAuto) {
-  if (choice < kBmmGeneral || choice >= num_tuned) {
+  if (choice < kBmmSmallN || choice >= num_tuned) {
     TVM_FFI_THROW(ValueError) << "kernel choice " << choice << " is not -1 (auto), -2 (the "
-                              << "general lane) or a tuned kernel below " << num_tuned;
+                              << "CUTLASS general lane), -3 (the small-N kernel) or a tuned "
+                              << "kernel below " << num_tuned;
   }
   DeviceScope scope(out);
   constexpr DLDataType kDtype = std::is_same_v<T, cutlass::half_t> ? kFloat16 : kBFloat16;
@@ -159,18 +165,24 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
   p.ldd = n;
   const int64_t sa0 = used_stride(a, 0), sa1 = used_stride(a, 1);
   const int64_t sb0 = used_stride(b, 0), sb1 = used_stride(b, 1);
+  // The small-K and small-N kernels index both batch dims themselves.
+  StridedBmmProblem<T> strided{};
+  strided.a = reinterpret_cast<const T*>(data_bytes(a));
+  strided.b = reinterpret_cast<const T*>(data_bytes(b));
+  strided.d = reinterpret_cast<T*>(data_bytes(out));
+  strided.m = p.m, strided.n = p.n, strided.k = p.k;
+  strided.lda = p.lda, strided.ldb = p.ldb, strided.ldd = p.ldd, strided.b1 = b1;
+  strided.a_stride[0] = sa0, strided.a_stride[1] = sa1;
+  strided.b_stride[0] = sb0, strided.b_stride[1] = sb1;
+  strided.d_stride[0] = b1 * m * n, strided.d_stride[1] = m * n;
   if (k <= kBmmSmallKMax) {
-    BmmSmallKProblem<T> q{};
-    q.a = reinterpret_cast<const T*>(data_bytes(a));
-    q.b = reinterpret_cast<const T*>(data_bytes(b));
-    q.d = reinterpret_cast<T*>(data_bytes(out));
-    q.m = p.m, q.n = p.n, q.k = p.k, q.lda = p.lda, q.ldb = p.ldb, q.ldd = p.ldd, q.b1 = b1;
-    q.a_stride[0] = sa0, q.a_stride[1] = sa1;
-    q.b_stride[0] = sb0, q.b_stride[1] = sb1;
-    q.d_stride[0] = b1 * m * n, q.d_stride[1] = m * n;
     if (dry_run) return "small_k";
-    check_cuda_status(run_bmm_small_k<T, kBRowMajor>(q, b0 * b1, scope.stream()), variant);
+    check_cuda_status(run_bmm_small_k<T, kBRowMajor>(strided, b0 * b1, scope.stream()), variant);
     return {};
+  }
+  if (choice == kBmmSmallN && n > kBmmSmallNMax) {
+    TVM_FFI_THROW(ValueError) << "the small-N kernel takes N <= " << kBmmSmallNMax << ", not "
+                              << n;
   }
   // One batched launch of L problems when the two batch dims fold into one stride per operand
   // (the output is contiguous: it always folds); else a launch per index of the smaller batch
@@ -215,7 +227,7 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
     TVM_FFI_THROW(ValueError) << "the tuned lane cannot take this call (it needs one launch, no "
                               << "broadcast batch, 8-element alignment)";
   }
-  if (tunable && choice != kBmmGeneral) {
+  if (tunable && choice >= kBmmAuto) {
     BmmProblem<T> q = p;
     q.batch = static_cast<int>(batch);
     q.a = a0, q.b = b0p, q.d = d0;
@@ -241,6 +253,13 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
         TVM_FFI_THROW(RuntimeError) << variant << " sm90 " << kernel.id << " failed for M=" << m
                                     << " N=" << n << " K=" << k << " batch=" << batch;
     }
+  }
+  if (choice == kBmmSmallN || (choice == kBmmAuto && n <= kBmmSmallNMax)) {
+    if (dry_run) return "small_n";
+    const bool pairs = align_ab >= 2;  // 4-byte loads
+    check_cuda_status(run_bmm_small_n<T, kBRowMajor>(strided, b0 * b1, pairs, scope.stream()),
+                      variant);
+    return {};
   }
   if (dry_run) {
     return align_ab >= 2 ? "sm80 " + std::to_string(align_ab) + "/" + std::to_string(align_c)

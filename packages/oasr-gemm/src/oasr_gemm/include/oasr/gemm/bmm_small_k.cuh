@@ -15,27 +15,16 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "oasr/gemm/gemm_problem.h"
+
 namespace oasr::gemm {
 
 constexpr int kBmmSmallKMax = 8;
 constexpr int kBmmSmallKCols = 128;  // threads, one column each
 constexpr int kBmmSmallKRows = 16;
 
-// out [B0, B1, M, N] = a [B0, B1, M, K] · b [B0, B1, K, N], each batch dim with its own stride.
-template <typename T>
-struct BmmSmallKProblem {
-  const T* a;
-  const T* b;
-  T* d;
-  int m, n, k;
-  int64_t lda, ldb, ldd;
-  int64_t b1;  // the inner batch extent
-  int64_t a_stride[2], b_stride[2], d_stride[2];
-  int64_t first;  // flat batch index of blockIdx.z == 0
-};
-
 template <typename T, bool kBRowMajor>
-__global__ void __launch_bounds__(kBmmSmallKCols) bmm_small_k_kernel(BmmSmallKProblem<T> p) {
+__global__ void __launch_bounds__(kBmmSmallKCols) bmm_small_k_kernel(StridedBmmProblem<T> p) {
   constexpr int kRows = kBmmSmallKRows, kCols = kBmmSmallKCols;
   constexpr int kVec = kBmmSmallKMax / 4;  // float4 reads of an A row
   __shared__ float4 a_rows[kRows][kVec];
@@ -80,12 +69,12 @@ __global__ void __launch_bounds__(kBmmSmallKCols) bmm_small_k_kernel(BmmSmallKPr
 // gridDim.y holds 65535 row blocks and gridDim.z 65535 problems: bigger ones take several
 // launches
 template <typename T, bool kBRowMajor>
-cudaError_t run_bmm_small_k(const BmmSmallKProblem<T>& p, int64_t batch, cudaStream_t stream) {
+cudaError_t run_bmm_small_k(const StridedBmmProblem<T>& p, int64_t batch, cudaStream_t stream) {
   constexpr int64_t kMaxRowsPerLaunch = int64_t{65535} * kBmmSmallKRows;
   constexpr int64_t kMaxProblemsPerLaunch = 65535;
   for (int64_t row = 0; row < p.m; row += kMaxRowsPerLaunch) {
     for (int64_t first = 0; first < batch; first += kMaxProblemsPerLaunch) {
-      BmmSmallKProblem<T> q = p;
+      StridedBmmProblem<T> q = p;
       q.m = static_cast<int>(std::min<int64_t>(kMaxRowsPerLaunch, p.m - row));
       q.a = p.a + row * p.lda;
       q.d = p.d + row * p.ldd;

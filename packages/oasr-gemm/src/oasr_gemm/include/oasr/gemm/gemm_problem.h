@@ -36,6 +36,21 @@ struct BmmProblem {
   int device, num_sms;  // the sm90 lane's persistent scheduler
 };
 
+// One bmm for the kernels that index both batch dims themselves (the small-K and small-N
+// kernels: a broadcast that does not fold into one batch stride is still one launch):
+// out [B0, B1, M, N] = a [B0, B1, M, K] · b [B0, B1, K, N], each batch dim with its own stride.
+template <typename T>
+struct StridedBmmProblem {
+  const T* a;
+  const T* b;
+  T* d;
+  int m, n, k;
+  int64_t lda, ldb, ldd;
+  int64_t b1;  // the inner batch extent
+  int64_t a_stride[2], b_stride[2], d_stride[2];
+  int64_t first;  // flat batch index of the launch's first problem
+};
+
 // The result of a launch attempt: kUnsupported when the config cannot implement the problem
 // (nothing was launched), kWorkspace when the workspace given is smaller than it needs, else
 // the CUDA status.

@@ -1,0 +1,199 @@
+// bmm's small-N kernel: D[l] = A[l] · B[l] for N <= kBmmSmallNMax, on mma.sync tensor cores.
+//
+// Zipformer's attention weights · values has a value head of 12: A [.., T, T] · B [.., T, 12].
+// The general lane's 64 x 64 tile computes 52 of its 64 columns as padding, and rows of T = 250
+// halves (4-byte aligned) make its cp.async load A two elements at a time: 8.5 us at B 16, H 4,
+// T 250 against torch.matmul's 7.9 (fp16). The product is a read of A, so here a CTA of four
+// warps owns kBmmSmallNRows rows and all N (<= 16) columns of one problem, which gives a grid
+// of many small CTAs:
+//  * K goes in chunks of kChunk. The next chunk of A and B is loaded into registers with plain
+//    coalesced 2-byte loads (any alignment, either layout of B) while the current one, in shared
+//    memory, feeds the MMAs; shared memory holds A [row][k] and B [n][k], zero past M, N and K.
+//  * Warp w computes rows 16 (w % 2) .. + 16 over half of each chunk's K (w / 2): two m16n8k16
+//    MMAs a step (one when N <= 8), fp32 accumulators. The two K halves meet in shared memory.
+//  * Both batch dims are indexed separately, so a broadcast is one launch, as in the small-K
+//    kernel.
+// Session 18's first version ran the same CTA shape on fp32 FMAs: bound by shared-memory reads
+// (five 16-byte loads per 16 FMAs), 2x slower than the CUTLASS kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cutlass/numeric_types.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "oasr/gemm/gemm_problem.h"
+
+namespace oasr::gemm {
+
+constexpr int kBmmSmallNMax = 16;
+constexpr int kBmmSmallNThreads = 128;
+constexpr int kBmmSmallNRows = 32;
+
+namespace detail {
+
+// d += a · b for one m16n8k16 tile (PTX ISA fragment layouts; 16-bit elements, fp32 accumulators)
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+  if constexpr (std::is_same_v<T, cutlass::half_t>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same_v<T, cutlass::bfloat16_t>, "fp16 or bf16");
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ uint32_t load_pair(const uint16_t* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+}  // namespace detail
+
+// kVec: elements a load moves, 2 (4-byte loads) when pointers, strides and the contiguous
+// extents are even, else 1.
+template <typename T, bool kBRowMajor, int kVec>
+__global__ void __launch_bounds__(kBmmSmallNThreads) bmm_small_n_kernel(StridedBmmProblem<T> p) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  static_assert(kVec == 1 || kVec == 2, "2-byte or 4-byte loads");
+  using Pack = std::conditional_t<kVec == 2, uint32_t, uint16_t>;
+  constexpr int kRows = kBmmSmallNRows, kCols = kBmmSmallNMax, kThreads = kBmmSmallNThreads;
+  constexpr int kChunk = 128;  // K per stage: each warp takes 64 of it, four MMA steps
+  // Shared-memory rows 16 bytes longer than the chunk: a fragment load's eight rows start in
+  // different banks.
+  constexpr int kLd = kChunk + 8;
+  constexpr int kALoads = kRows * kChunk / (kThreads * kVec);  // loads of a chunk per thread
+  constexpr int kBLoads = kCols * kChunk / (kThreads * kVec);
+  __shared__ __align__(16) uint16_t a_chunk[kRows * kLd];
+  __shared__ __align__(16) uint16_t b_chunk[kCols * kLd];
+  __shared__ float partial[2][32][8];  // the second K half's accumulators
+
+  const int64_t row0 = int64_t(blockIdx.x) * kRows;
+  const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - row0));
+  const int64_t z = p.first + blockIdx.y;
+  const int64_t i0 = z / p.b1, i1 = z - i0 * p.b1;
+  const uint16_t* a = reinterpret_cast<const uint16_t*>(p.a) + i0 * p.a_stride[0] +
+                      i1 * p.a_stride[1] + row0 * p.lda;
+  const uint16_t* b =
+      reinterpret_cast<const uint16_t*>(p.b) + i0 * p.b_stride[0] + i1 * p.b_stride[1];
+
+  // A thread's share of a chunk, kVec elements a load. A: columns ka .. ka + kVec - 1 of rows
+  // ra + j * kARowStep, so a warp reads consecutive elements of a row. B: along its contiguous
+  // axis, the same way. (With kVec 2, K and B's contiguous extent are even: a pair is in or out.)
+  constexpr int kALine = kChunk / kVec;  // loads along a row of the chunk
+  constexpr int kARowStep = kThreads / kALine;
+  const int ka = threadIdx.x % kALine * kVec, ra = threadIdx.x / kALine;
+  constexpr int kBLine = (kBRowMajor ? kCols : kChunk) / kVec;
+  constexpr int kBStep = kThreads / kBLine;
+  const int b_in = threadIdx.x % kBLine * kVec, b_out = threadIdx.x / kBLine;
+  const int kb = kBRowMajor ? b_out : b_in, nb = kBRowMajor ? b_in : b_out;
+  const uint16_t* a_src = a + ra * p.lda + ka;
+  const uint16_t* b_src = b + b_out * p.ldb + b_in;
+  const int64_t a_step = kARowStep * p.lda, b_step = kBStep * p.ldb;
+  Pack a_next[kALoads], b_next[kBLoads];
+  auto load = [&](int k0) {
+    const bool a_k = k0 + ka < p.k;
+#pragma unroll
+    for (int j = 0; j < kALoads; ++j) {
+      a_next[j] = a_k && ra + j * kARowStep < rows
+                      ? *reinterpret_cast<const Pack*>(a_src + j * a_step)
+                      : Pack{0};
+    }
+#pragma unroll
+    for (int j = 0; j < kBLoads; ++j) {
+      const int k = kBRowMajor ? kb + j * kBStep : kb, n = kBRowMajor ? nb : nb + j * kBStep;
+      b_next[j] = k0 + k < p.k && n < p.n ? *reinterpret_cast<const Pack*>(b_src + j * b_step)
+                                          : Pack{0};
+    }
+    a_src += kChunk;
+    b_src += kBRowMajor ? kChunk * p.ldb : kChunk;
+  };
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;              // the fragments' group and thread in it
+  const int warp_rows = 16 * (warp % 2), k_half = warp / 2;
+  const bool two_tiles = p.n > 8;
+  float acc[2][4] = {};
+  load(0);
+  for (int k0 = 0; k0 < p.k; k0 += kChunk) {
+#pragma unroll
+    for (int j = 0; j < kALoads; ++j) {
+      *reinterpret_cast<Pack*>(a_chunk + (ra + j * kARowStep) * kLd + ka) = a_next[j];
+    }
+#pragma unroll
+    for (int j = 0; j < kBLoads; ++j) {
+      const int k = kBRowMajor ? kb + j * kBStep : kb, n = kBRowMajor ? nb : nb + j * kBStep;
+      if constexpr (kBRowMajor && kVec == 2) {  // a pair along N: two rows of [n][k]
+        b_chunk[n * kLd + k] = static_cast<uint16_t>(b_next[j]);
+        b_chunk[(n + 1) * kLd + k] = static_cast<uint16_t>(b_next[j] >> 16);
+      } else {
+        *reinterpret_cast<Pack*>(b_chunk + n * kLd + k) = b_next[j];
+      }
+    }
+    __syncthreads();
+    if (k0 + kChunk < p.k) load(k0 + kChunk);  // in flight during the MMAs
+    const uint16_t* a_frag = a_chunk + (warp_rows + g) * kLd + 2 * t + k_half * (kChunk / 2);
+    const uint16_t* b_frag = b_chunk + g * kLd + 2 * t + k_half * (kChunk / 2);
+#pragma unroll
+    for (int kk = 0; kk < kChunk / 2; kk += 16) {
+      const uint32_t af[4] = {detail::load_pair(a_frag + kk), detail::load_pair(a_frag + 8 * kLd + kk),
+                              detail::load_pair(a_frag + kk + 8),
+                              detail::load_pair(a_frag + 8 * kLd + kk + 8)};
+      detail::mma_m16n8k16<T>(acc[0], af, detail::load_pair(b_frag + kk),
+                              detail::load_pair(b_frag + kk + 8));
+      if (two_tiles) {
+        detail::mma_m16n8k16<T>(acc[1], af, detail::load_pair(b_frag + 8 * kLd + kk),
+                                detail::load_pair(b_frag + 8 * kLd + kk + 8));
+      }
+    }
+    __syncthreads();
+  }
+
+  // The second K half hands its sums to the first, which stores the tile.
+  if (k_half == 1) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) partial[warp % 2][lane][i] = acc[i / 4][i % 4];
+  }
+  __syncthreads();
+  if (k_half == 1) return;
+  T* d = p.d + i0 * p.d_stride[0] + i1 * p.d_stride[1] + row0 * p.ldd;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int tile = i / 4, c = i % 4;  // c: (row g, cols 2t, 2t + 1), then row g + 8
+    const int r = warp_rows + g + (c >= 2 ? 8 : 0), n = 8 * tile + 2 * t + c % 2;
+    if (r < rows && n < p.n) d[r * p.ldd + n] = static_cast<T>(acc[tile][c] + partial[warp % 2][lane][i]);
+  }
+}
+
+// gridDim.y holds 65535 problems: more take several launches
+template <typename T, bool kBRowMajor>
+cudaError_t run_bmm_small_n(const StridedBmmProblem<T>& p, int64_t batch, bool pairs,
+                            cudaStream_t stream) {
+  constexpr int64_t kMaxProblemsPerLaunch = 65535;
+  for (int64_t first = 0; first < batch; first += kMaxProblemsPerLaunch) {
+    StridedBmmProblem<T> q = p;
+    q.first = first;
+    const dim3 grid(static_cast<unsigned>((int64_t(q.m) + kBmmSmallNRows - 1) / kBmmSmallNRows),
+                    static_cast<unsigned>(std::min(kMaxProblemsPerLaunch, batch - first)));
+    if (pairs) {
+      bmm_small_n_kernel<T, kBRowMajor, 2><<<grid, kBmmSmallNThreads, 0, stream>>>(q);
+    } else {
+      bmm_small_n_kernel<T, kBRowMajor, 1><<<grid, kBmmSmallNThreads, 0, stream>>>(q);
+    }
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace oasr::gemm
