@@ -1,11 +1,12 @@
 """`bmm` on the GPU against an fp32 reference. The general lane: the alignments the launcher
 picks (loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8),
-the small-N kernel (N <= 16: K below, at and past its chunk of 64, forced against the CUTLASS
-kernel), B contiguous along N or along K, broadcast batches, two batch dims that do not fold
-into one stride (either one outer), padded rows, more problems (and small-K rows) than a grid
-dimension holds, ``out=``. The tuned lane (sm90): each tile of the ladder, both B layouts, odd
-M, one and many problems, the cases that must stay on the general lane. Refusals of a direct
-module call; CUDA-graph capture of both lanes and the small-N kernel."""
+the small-N kernel (N <= 16, and N <= 32 where the loads are single elements: K below, at and
+past its chunks, forced against the CUTLASS kernel), B contiguous along N or along K, broadcast
+batches, two batch dims that do not fold into one stride (either one outer), padded rows, more
+problems (and small-K rows) than a grid dimension holds, ``out=``. The tuned lane (sm90): each
+tile of the ladder, both B layouts, odd M, one and many problems, the cases that must stay on
+the general lane. Refusals of a direct module call; CUDA-graph capture of both lanes and the
+small-N kernel."""
 
 from __future__ import annotations
 
@@ -43,9 +44,9 @@ def _check(A, B, dtype, **kw):
 SHAPES = [
     (4, 64, 32, 256),  # (8, 8) both: the tuned lane
     (6, 250, 32, 20),  # (8, 4) / (4, 4)
-    (6, 30, 250, 20),  # (2, 4) / (2, 4): K 250
+    (6, 30, 250, 40),  # (2, 8) / (2, 8): K 250
     (8, 250, 32, 499),  # (8, 1) / SIMT: the odd position extent 2T - 1
-    (5, 33, 9, 17),  # SIMT
+    (5, 33, 9, 40),  # SIMT
     (3, 40, 10, 24),  # (2, 8) / (2, 8): the smallest K on tensor cores
     (6, 250, 32, 12),  # small-N: N 12 (Zipformer value head)
     (6, 30, 250, 12),  # small-N: K 250 (attention weights · values)
@@ -241,9 +242,40 @@ def test_small_n_with_an_odd_start(dtype):
     _check(A, B, dtype)
 
 
+# (L, M, K, N) for the 32-column CTA, which the launcher runs where the loads would be 1 or 2
+# elements (odd or even K here; the CUTLASS kernel at 4 and 8: SHAPES' N 20)
+SMALL_N_WIDE = [
+    (2, 33, 71, 17),
+    (2, 249, 249, 32),
+    (1, 31, 9, 31),
+    (2, 250, 250, 32),
+    (3, 40, 130, 24),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SMALL_N_WIDE, ids=str)
+@pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
+def test_small_n_32_columns(shape, b_layout, dtype):
+    L, M, K, N = shape
+    A, B = _operands(L, M, K, N, b_layout, dtype)
+    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    _check(A, B, dtype)
+
+
+def test_small_n_boundaries():
+    """N 17-32 with 4-element loads stays on CUTLASS, and N 33 with 1-element loads on SIMT."""
+    dtype = torch.float16
+    A, B = _randn(2, 50, 32, dtype=dtype), _randn(2, 32, 20, dtype=dtype, seed=1, scale=0.2)
+    assert oasr_gemm.bmm_lane(A, B) == "sm80 4/4"
+    A, B = _randn(2, 50, 33, dtype=dtype), _randn(2, 33, 33, dtype=dtype, seed=1, scale=0.2)
+    assert oasr_gemm.bmm_lane(A, B) == "simt"
+    _check(A, B, dtype)
+
+
 def test_small_n_refuses_a_wide_n_when_forced():
-    A, B = _randn(2, 40, 32, dtype=torch.float16), _randn(2, 32, 17, dtype=torch.float16)
-    with pytest.raises(ValueError, match="N <= 16"):
+    A, B = _randn(2, 40, 32, dtype=torch.float16), _randn(2, 32, 33, dtype=torch.float16)
+    with pytest.raises(ValueError, match="N <= 32"):
         _forced(A, B, -3)
     torch.cuda.synchronize()
 

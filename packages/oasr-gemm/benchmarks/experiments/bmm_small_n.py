@@ -42,6 +42,12 @@ SHAPES = (
     ("1 x 32000 x 512 x 16", 1, 32000, 512, 16, "b_row"),
     ("1 x 8000 x 250 x 12", 1, 8000, 250, 12, "b_row"),
     ("1 x 8000 x 130 x 12", 1, 8000, 130, 12, "b_row"),
+    # the 32-column CTA: odd T (2-byte loads; CUTLASS's SIMT kernel), even T (4-byte loads;
+    # CUTLASS's 2-element tensor-op loads)
+    ("attn.v T249 x64 N32", 64, 249, 249, 32, "b_row"),
+    ("attn.v T250 x64 N32", 64, 250, 250, 32, "b_row"),
+    ("attn.v T501 x32 N24", 32, 501, 501, 24, "b_row"),
+    ("attn.v T250 x64 N24 bcol", 64, 250, 250, 24, "b_col"),
 )
 
 

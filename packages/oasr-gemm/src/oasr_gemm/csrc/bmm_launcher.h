@@ -3,9 +3,10 @@
 //
 // K <= kBmmSmallKMax runs the small-K kernel (plain FMAs, any alignment). Larger K runs the
 // tuned lane (sm90 TMA + wgmma, bmm_sm90_template.cuh) when the batch folds into one launch, no
-// operand is broadcast over it and everything is aligned to 8 elements; else N <= kBmmSmallNMax
-// runs the small-N kernel (fp32 FMAs, any alignment, bmm_small_n.cuh), and the rest the CUTLASS
-// 2.x general lane (bmm_sm80_template.cuh), which takes any alignment.
+// operand is broadcast over it and everything is aligned to 8 elements. Else the small-N kernel
+// (mma.sync on 32-row CTAs, any alignment, bmm_small_n.cuh) runs N <= 16, and N <= 32 where the
+// loads would be 1 or 2 elements wide; the rest runs the CUTLASS 2.x general lane
+// (bmm_sm80_template.cuh), which takes any alignment (SIMT for single-element loads).
 //
 // out [B0, B1, M, N] (contiguous) = a [B0, B1, M, K] · b [B0, B1, K, N], where a and b are any
 // strided views (stride 0: a broadcast batch), a with a unit stride along K and b with a unit
@@ -107,6 +108,10 @@ void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_
 constexpr int kBmmAuto = -1;
 constexpr int kBmmGeneral = -2;
 constexpr int kBmmSmallN = -3;
+// The widest N the launcher sends to the small-N kernel at any alignment; it takes up to
+// kBmmSmallNMax where CUTLASS's loads would be 1 or 2 elements (H200, N 24 / 32 at T 249-501:
+// SIMT 2.1-2.4x and 2-element tensor-op loads 1.04-1.29x the small-N kernel's time).
+constexpr int kBmmSmallNAuto = 16;
 
 // Checks the call and launches it; with dry_run, launches nothing and names the kernel it would
 // run: "small_k", "sm90 <config id>", "small_n", "sm80 <load>/<store>" (the alignments), "simt"
@@ -254,7 +259,8 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
                                     << " N=" << n << " K=" << k << " batch=" << batch;
     }
   }
-  if (choice == kBmmSmallN || (choice == kBmmAuto && n <= kBmmSmallNMax)) {
+  const bool small_n = n <= kBmmSmallNAuto || (align_ab <= 2 && n <= kBmmSmallNMax);
+  if (choice == kBmmSmallN || (choice == kBmmAuto && small_n)) {
     if (dry_run) return "small_n";
     const bool pairs = align_ab >= 2;  // 4-byte loads
     check_cuda_status(run_bmm_small_n<T, kBRowMajor>(strided, b0 * b1, pairs, scope.stream()),

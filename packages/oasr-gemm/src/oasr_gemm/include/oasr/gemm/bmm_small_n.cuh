@@ -28,7 +28,7 @@
 
 namespace oasr::gemm {
 
-constexpr int kBmmSmallNMax = 16;
+constexpr int kBmmSmallNMax = 32;  // columns: CTAs of 16 or 32 of them
 constexpr int kBmmSmallNThreads = 128;
 constexpr int kBmmSmallNRows = 32;
 
@@ -60,15 +60,18 @@ __device__ __forceinline__ uint32_t load_pair(const uint16_t* p) {
 
 }  // namespace detail
 
-// kVec: elements a load moves, 2 (4-byte loads) when pointers, strides and the contiguous
-// extents are even, else 1.
-template <typename T, bool kBRowMajor, int kVec>
+// kCols: the CTA's columns (16 or 32: at least N). kVec: elements a load moves, 2 (4-byte loads)
+// when pointers, strides and the contiguous extents are even, else 1.
+template <typename T, bool kBRowMajor, int kCols, int kVec>
 __global__ void __launch_bounds__(kBmmSmallNThreads) bmm_small_n_kernel(StridedBmmProblem<T> p) {
   static_assert(sizeof(T) == 2, "16-bit elements");
   static_assert(kVec == 1 || kVec == 2, "2-byte or 4-byte loads");
+  static_assert(kCols == 16 || kCols == 32, "16 or 32 columns");
   using Pack = std::conditional_t<kVec == 2, uint32_t, uint16_t>;
-  constexpr int kRows = kBmmSmallNRows, kCols = kBmmSmallNMax, kThreads = kBmmSmallNThreads;
-  constexpr int kChunk = 128;  // K per stage: each warp takes 64 of it, four MMA steps
+  constexpr int kRows = kBmmSmallNRows, kThreads = kBmmSmallNThreads;
+  constexpr int kTiles = kCols / 8;  // n8 MMA tiles
+  // K per stage (each warp takes half): 128, or 64 where B's chunk would take the registers
+  constexpr int kChunk = kCols == 16 ? 128 : 64;
   // Shared-memory rows 16 bytes longer than the chunk: a fragment load's eight rows start in
   // different banks.
   constexpr int kLd = kChunk + 8;
@@ -76,7 +79,7 @@ __global__ void __launch_bounds__(kBmmSmallNThreads) bmm_small_n_kernel(StridedB
   constexpr int kBLoads = kCols * kChunk / (kThreads * kVec);
   __shared__ __align__(16) uint16_t a_chunk[kRows * kLd];
   __shared__ __align__(16) uint16_t b_chunk[kCols * kLd];
-  __shared__ float partial[2][32][8];  // the second K half's accumulators
+  __shared__ float partial[2][32][kTiles * 4];  // the second K half's accumulators
 
   const int64_t row0 = int64_t(blockIdx.x) * kRows;
   const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - row0));
@@ -122,8 +125,7 @@ __global__ void __launch_bounds__(kBmmSmallNThreads) bmm_small_n_kernel(StridedB
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;              // the fragments' group and thread in it
   const int warp_rows = 16 * (warp % 2), k_half = warp / 2;
-  const bool two_tiles = p.n > 8;
-  float acc[2][4] = {};
+  float acc[kTiles][4] = {};
   load(0);
   for (int k0 = 0; k0 < p.k; k0 += kChunk) {
 #pragma unroll
@@ -149,36 +151,49 @@ __global__ void __launch_bounds__(kBmmSmallNThreads) bmm_small_n_kernel(StridedB
       const uint32_t af[4] = {detail::load_pair(a_frag + kk), detail::load_pair(a_frag + 8 * kLd + kk),
                               detail::load_pair(a_frag + kk + 8),
                               detail::load_pair(a_frag + 8 * kLd + kk + 8)};
-      detail::mma_m16n8k16<T>(acc[0], af, detail::load_pair(b_frag + kk),
-                              detail::load_pair(b_frag + kk + 8));
-      if (two_tiles) {
-        detail::mma_m16n8k16<T>(acc[1], af, detail::load_pair(b_frag + 8 * kLd + kk),
-                                detail::load_pair(b_frag + 8 * kLd + kk + 8));
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        if (8 * j >= p.n) break;  // the same in every lane
+        detail::mma_m16n8k16<T>(acc[j], af, detail::load_pair(b_frag + 8 * j * kLd + kk),
+                                detail::load_pair(b_frag + 8 * j * kLd + kk + 8));
       }
     }
     __syncthreads();
   }
 
-  // The second K half hands its sums to the first, which stores the tile.
+  // The second K half hands its sums to the first, which stores the tile: per n8 tile, c0 c1 at
+  // (row g, cols 2t, 2t + 1) and c2 c3 at row g + 8; a pair is one 4-byte store where N is even.
   if (k_half == 1) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) partial[warp % 2][lane][i] = acc[i / 4][i % 4];
+    for (int i = 0; i < kTiles * 4; ++i) partial[warp % 2][lane][i] = acc[i / 4][i % 4];
   }
   __syncthreads();
   if (k_half == 1) return;
   T* d = p.d + i0 * p.d_stride[0] + i1 * p.d_stride[1] + row0 * p.ldd;
+  const bool pair_stores = p.n % 2 == 0 && p.ldd % 2 == 0 &&
+                           reinterpret_cast<uintptr_t>(p.d) % (2 * sizeof(T)) == 0 &&
+                           (i0 * p.d_stride[0] + i1 * p.d_stride[1]) % 2 == 0;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int tile = i / 4, c = i % 4;  // c: (row g, cols 2t, 2t + 1), then row g + 8
-    const int r = warp_rows + g + (c >= 2 ? 8 : 0), n = 8 * tile + 2 * t + c % 2;
-    if (r < rows && n < p.n) d[r * p.ldd + n] = static_cast<T>(acc[tile][c] + partial[warp % 2][lane][i]);
+  for (int i = 0; i < kTiles * 4; i += 2) {
+    const int tile = i / 4;
+    const int r = warp_rows + g + (i % 4 >= 2 ? 8 : 0), n = 8 * tile + 2 * t;
+    if (r >= rows || n >= p.n) continue;
+    const T lo = static_cast<T>(acc[tile][i % 4] + partial[warp % 2][lane][i]);
+    const T hi = static_cast<T>(acc[tile][i % 4 + 1] + partial[warp % 2][lane][i + 1]);
+    T* out = d + r * p.ldd + n;
+    if (pair_stores) {
+      *reinterpret_cast<uint32_t*>(out) = uint32_t(lo.raw()) | uint32_t(hi.raw()) << 16;
+    } else {
+      out[0] = lo;
+      if (n + 1 < p.n) out[1] = hi;
+    }
   }
 }
 
 // gridDim.y holds 65535 problems: more take several launches
-template <typename T, bool kBRowMajor>
-cudaError_t run_bmm_small_n(const StridedBmmProblem<T>& p, int64_t batch, bool pairs,
-                            cudaStream_t stream) {
+template <typename T, bool kBRowMajor, int kCols>
+cudaError_t run_bmm_small_n_cols(const StridedBmmProblem<T>& p, int64_t batch, bool pairs,
+                                 cudaStream_t stream) {
   constexpr int64_t kMaxProblemsPerLaunch = 65535;
   for (int64_t first = 0; first < batch; first += kMaxProblemsPerLaunch) {
     StridedBmmProblem<T> q = p;
@@ -186,14 +201,22 @@ cudaError_t run_bmm_small_n(const StridedBmmProblem<T>& p, int64_t batch, bool p
     const dim3 grid(static_cast<unsigned>((int64_t(q.m) + kBmmSmallNRows - 1) / kBmmSmallNRows),
                     static_cast<unsigned>(std::min(kMaxProblemsPerLaunch, batch - first)));
     if (pairs) {
-      bmm_small_n_kernel<T, kBRowMajor, 2><<<grid, kBmmSmallNThreads, 0, stream>>>(q);
+      bmm_small_n_kernel<T, kBRowMajor, kCols, 2><<<grid, kBmmSmallNThreads, 0, stream>>>(q);
     } else {
-      bmm_small_n_kernel<T, kBRowMajor, 1><<<grid, kBmmSmallNThreads, 0, stream>>>(q);
+      bmm_small_n_kernel<T, kBRowMajor, kCols, 1><<<grid, kBmmSmallNThreads, 0, stream>>>(q);
     }
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;
+}
+
+// The narrowest CTA that covers N (<= kBmmSmallNMax); pairs: 4-byte loads.
+template <typename T, bool kBRowMajor>
+cudaError_t run_bmm_small_n(const StridedBmmProblem<T>& p, int64_t batch, bool pairs,
+                            cudaStream_t stream) {
+  if (p.n <= 16) return run_bmm_small_n_cols<T, kBRowMajor, 16>(p, batch, pairs, stream);
+  return run_bmm_small_n_cols<T, kBRowMajor, 32>(p, batch, pairs, stream);
 }
 
 }  // namespace oasr::gemm
