@@ -1,7 +1,7 @@
 """`bmm` on the GPU against an fp32 reference. The general lane: the alignments the launcher
 picks (loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8),
-the small-N kernel (N <= 16, and N <= 32 where the loads are single elements: K below, at and
-past its chunks, forced against the CUTLASS kernel), B contiguous along N or along K, broadcast
+the small-N kernel (N <= 16, N <= 32 at 2-element loads, N <= 64 at 1: K below, at and past
+its chunks, forced against the CUTLASS kernel), B contiguous along N or along K, broadcast
 batches, two batch dims that do not fold into one stride (either one outer), padded rows, more
 problems (and small-K rows) than a grid dimension holds, ``out=``. The tuned lane (sm90): each
 tile of the ladder, both B layouts, odd M, one and many problems, the cases that must stay on
@@ -46,7 +46,7 @@ SHAPES = [
     (6, 250, 32, 20),  # (8, 4) / (4, 4)
     (6, 30, 250, 40),  # (2, 8) / (2, 8): K 250
     (8, 250, 32, 499),  # (8, 1) / SIMT: the odd position extent 2T - 1
-    (5, 33, 9, 40),  # SIMT
+    (5, 33, 9, 70),  # SIMT
     (3, 40, 10, 24),  # (2, 8) / (2, 8): the smallest K on tensor cores
     (6, 250, 32, 12),  # small-N: N 12 (Zipformer value head)
     (6, 30, 250, 12),  # small-N: K 250 (attention weights · values)
@@ -264,18 +264,39 @@ def test_small_n_32_columns(shape, b_layout, dtype):
 
 
 def test_small_n_boundaries():
-    """N 17-32 with 4-element loads stays on CUTLASS, and N 33 with 1-element loads on SIMT."""
+    """What stays on CUTLASS: N 17-32 with 4-element loads, N 33-64 with 2-element loads, N 65
+    with 1-element loads (SIMT). N 33-64 with 1-element loads runs the small-N kernel."""
     dtype = torch.float16
     A, B = _randn(2, 50, 32, dtype=dtype), _randn(2, 32, 20, dtype=dtype, seed=1, scale=0.2)
     assert oasr_gemm.bmm_lane(A, B) == "sm80 4/4"
-    A, B = _randn(2, 50, 33, dtype=dtype), _randn(2, 33, 33, dtype=dtype, seed=1, scale=0.2)
+    A, B = _randn(2, 50, 34, dtype=dtype), _randn(2, 34, 40, dtype=dtype, seed=1, scale=0.2)
+    assert oasr_gemm.bmm_lane(A, B) == "sm80 2/8"
+    A, B = _randn(2, 50, 33, dtype=dtype), _randn(2, 33, 65, dtype=dtype, seed=1, scale=0.2)
     assert oasr_gemm.bmm_lane(A, B) == "simt"
+    _check(A, B, dtype)
+    A, B = _randn(2, 50, 33, dtype=dtype), _randn(2, 33, 64, dtype=dtype, seed=1, scale=0.2)
+    assert oasr_gemm.bmm_lane(A, B) == "small_n"
     _check(A, B, dtype)
 
 
+# (L, M, K, N) for the 64-column CTA (64 rows), forced (the launcher runs it at odd K)
+SMALL_N_64 = [(2, 65, 33, 33), (2, 249, 249, 64), (3, 40, 130, 48), (1, 130, 9, 63)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SMALL_N_64, ids=str)
+@pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
+def test_small_n_64_columns_forced(shape, b_layout, dtype):
+    L, M, K, N = shape
+    A, B = _operands(L, M, K, N, b_layout, dtype)
+    want = torch.matmul(A.float(), B.float())
+    tol = 1e-2 if dtype == torch.float16 else 4e-2
+    torch.testing.assert_close(_forced(A, B, -3)[0].float(), want, rtol=tol, atol=tol)
+
+
 def test_small_n_refuses_a_wide_n_when_forced():
-    A, B = _randn(2, 40, 32, dtype=torch.float16), _randn(2, 32, 33, dtype=torch.float16)
-    with pytest.raises(ValueError, match="N <= 32"):
+    A, B = _randn(2, 40, 32, dtype=torch.float16), _randn(2, 32, 65, dtype=torch.float16)
+    with pytest.raises(ValueError, match="N <= 64"):
         _forced(A, B, -3)
     torch.cuda.synchronize()
 

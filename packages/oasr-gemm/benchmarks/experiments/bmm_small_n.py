@@ -48,6 +48,13 @@ SHAPES = (
     ("attn.v T250 x64 N32", 64, 250, 250, 32, "b_row"),
     ("attn.v T501 x32 N24", 32, 501, 501, 24, "b_row"),
     ("attn.v T250 x64 N24 bcol", 64, 250, 250, 24, "b_col"),
+    # the 64-column CTA (64 rows): heads of 64
+    ("attn.v T249 x64 N64", 64, 249, 249, 64, "b_row"),
+    ("attn.v T250 x64 N64", 64, 250, 250, 64, "b_row"),
+    ("attn.v T501 x32 N64", 32, 501, 501, 64, "b_row"),
+    ("attn.v T500 x32 N64", 32, 500, 500, 64, "b_row"),
+    ("attn.v T249 x64 N48 bcol", 64, 249, 249, 48, "b_col"),
+    ("attn.v T250 x64 N40 bcol", 64, 250, 250, 40, "b_col"),
 )
 
 

@@ -4,9 +4,10 @@
 // K <= kBmmSmallKMax runs the small-K kernel (plain FMAs, any alignment). Larger K runs the
 // tuned lane (sm90 TMA + wgmma, bmm_sm90_template.cuh) when the batch folds into one launch, no
 // operand is broadcast over it and everything is aligned to 8 elements. Else the small-N kernel
-// (mma.sync on 32-row CTAs, any alignment, bmm_small_n.cuh) runs N <= 16, and N <= 32 where the
-// loads would be 1 or 2 elements wide; the rest runs the CUTLASS 2.x general lane
-// (bmm_sm80_template.cuh), which takes any alignment (SIMT for single-element loads).
+// (mma.sync on CTAs of 32 or 64 rows, any alignment, bmm_small_n.cuh) runs N <= 16, N <= 32
+// where the loads would be 1 or 2 elements wide and N <= 64 where they would be 1; the rest runs
+// the CUTLASS 2.x general lane (bmm_sm80_template.cuh), which takes any alignment (SIMT for
+// single-element loads).
 //
 // out [B0, B1, M, N] (contiguous) = a [B0, B1, M, K] · b [B0, B1, K, N], where a and b are any
 // strided views (stride 0: a broadcast batch), a with a unit stride along K and b with a unit
@@ -108,10 +109,13 @@ void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_
 constexpr int kBmmAuto = -1;
 constexpr int kBmmGeneral = -2;
 constexpr int kBmmSmallN = -3;
-// The widest N the launcher sends to the small-N kernel at any alignment; it takes up to
-// kBmmSmallNMax where CUTLASS's loads would be 1 or 2 elements (H200, N 24 / 32 at T 249-501:
-// SIMT 2.1-2.4x and 2-element tensor-op loads 1.04-1.29x the small-N kernel's time).
+// The widest N the launcher sends to the small-N kernel at any alignment, where CUTLASS's loads
+// would be 2 elements and where they would be 1 (its SIMT kernel). On the H200 at T 249-501 the
+// small-N kernel took 0.70-0.77x the CUTLASS kernel's time at N 24-32 with 2-element loads and
+// 0.33-0.54x the SIMT kernel's at N 24-64, but 1.07-1.17x the 2-element loads' at N 40-64.
 constexpr int kBmmSmallNAuto = 16;
+constexpr int kBmmSmallNAutoLoads2 = 32;
+constexpr int kBmmSmallNAutoLoads1 = kBmmSmallNMax;
 
 // Checks the call and launches it; with dry_run, launches nothing and names the kernel it would
 // run: "small_k", "sm90 <config id>", "small_n", "sm80 <load>/<store>" (the alignments), "simt"
@@ -259,7 +263,10 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
                                     << " N=" << n << " K=" << k << " batch=" << batch;
     }
   }
-  const bool small_n = n <= kBmmSmallNAuto || (align_ab <= 2 && n <= kBmmSmallNMax);
+  const int small_n_max = align_ab == 1   ? kBmmSmallNAutoLoads1
+                          : align_ab == 2 ? kBmmSmallNAutoLoads2
+                                          : kBmmSmallNAuto;
+  const bool small_n = n <= small_n_max;
   if (choice == kBmmSmallN || (choice == kBmmAuto && small_n)) {
     if (dry_run) return "small_n";
     const bool pairs = align_ab >= 2;  // 4-byte loads
