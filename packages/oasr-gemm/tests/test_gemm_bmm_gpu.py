@@ -197,8 +197,10 @@ def _forced(A, B, choice):
     return out
 
 
-# (L, M, K, N): K below and past one chunk of 128 and across several with a ragged last one; odd
-# K or N (2-byte loads) and even ones (4-byte loads); one or two 8-column MMA tiles
+# (L, M, K, N): K below and past one chunk and across several with a ragged last one; odd K or
+# N (2-byte loads) and even ones (4-byte loads); one or two 8-column MMA tiles; the 32-column CTA
+# (N 17-32), which the launcher runs where the loads would be 1 or 2 elements (the CUTLASS kernel
+# at 4 and 8: SHAPES' N 20)
 SMALL_N = [
     (3, 33, 9, 1),
     (2, 64, 63, 16),
@@ -207,6 +209,11 @@ SMALL_N = [
     (2, 250, 250, 12),
     (2, 40, 130, 10),
     (1, 70, 300, 8),
+    (2, 33, 71, 17),
+    (2, 249, 249, 32),
+    (1, 31, 9, 31),
+    (2, 250, 250, 32),
+    (3, 40, 130, 24),
 ]
 
 
@@ -238,27 +245,6 @@ def test_small_n_with_an_odd_start(dtype):
     """Even K and N, but A one element into its storage: the 2-byte loads."""
     A = _randn(3 * 40 * 64 + 1, dtype=dtype)[1:].view(3, 40, 64)
     B = _randn(3, 64, 12, dtype=dtype, seed=1, scale=0.125)
-    assert oasr_gemm.bmm_lane(A, B) == "small_n"
-    _check(A, B, dtype)
-
-
-# (L, M, K, N) for the 32-column CTA, which the launcher runs where the loads would be 1 or 2
-# elements (odd or even K here; the CUTLASS kernel at 4 and 8: SHAPES' N 20)
-SMALL_N_WIDE = [
-    (2, 33, 71, 17),
-    (2, 249, 249, 32),
-    (1, 31, 9, 31),
-    (2, 250, 250, 32),
-    (3, 40, 130, 24),
-]
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", SMALL_N_WIDE, ids=str)
-@pytest.mark.parametrize("b_layout", ["b_row", "b_col"])
-def test_small_n_32_columns(shape, b_layout, dtype):
-    L, M, K, N = shape
-    A, B = _operands(L, M, K, N, b_layout, dtype)
     assert oasr_gemm.bmm_lane(A, B) == "small_n"
     _check(A, B, dtype)
 

@@ -21,7 +21,7 @@ from oasr_gemm import _jit
 from oasr_gemm.batched import batch_views, bmm_lane
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bmm_tiles import graph_us
+from bmm_tiles import interleaved_medians
 
 # (label, L, M, K, N, B layout): weights · values at T 250 to 1500 (T odd: 2-byte loads), and
 # larger products with N 16, to find where the MMAs on small tiles lose to the CUTLASS kernel
@@ -79,12 +79,7 @@ def time_shape(module, dtype, label, L, M, K, N, layout) -> None:
         fn(out4, a4, b4, choice)
         torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)
         arms[name] = lambda choice=choice: fn(out4, a4, b4, choice)
-    runners = {name: graph_us(arm) for name, arm in arms.items()}
-    samples = {name: [] for name in runners}
-    for _ in range(9):
-        for name, run in runners.items():
-            samples[name].append(run())
-    med = {name: sorted(v)[4] for name, v in samples.items()}
+    med = interleaved_medians(arms)
     print(
         f"{tag} {label:29s} "
         + " ".join(f"{med[h]:10.2f}" for h in ("torch", "cutlass", "small_n", "auto"))

@@ -62,6 +62,16 @@ def graph_us(fn, reps: int = 20):
     return run
 
 
+def interleaved_medians(arms) -> dict:
+    """µs per call of each arm: graph_us's rounds, the arms interleaved, the median of 9."""
+    runners = {name: graph_us(arm) for name, arm in arms.items()}
+    samples = {name: [] for name in runners}
+    for _ in range(9):
+        for name, run in runners.items():
+            samples[name].append(run())
+    return {name: sorted(v)[4] for name, v in samples.items()}
+
+
 def time_shape(module, header, label, L, M, K, N, layout) -> None:
     gen = torch.Generator(device="cuda").manual_seed(0)
     A = torch.randn(L, M, K, device="cuda", generator=gen).half()
@@ -82,12 +92,7 @@ def time_shape(module, header, label, L, M, K, N, layout) -> None:
         fn(out4, a4, b4, choice)
         torch.testing.assert_close(out, want, rtol=2e-2, atol=2e-2)
         arms[name] = lambda choice=choice: fn(out4, a4, b4, choice)
-    runners = {name: graph_us(arm) for name, arm in arms.items()}
-    samples = {name: [] for name in runners}
-    for _ in range(9):
-        for name, run in runners.items():
-            samples[name].append(run())
-    med = {name: sorted(v)[4] for name, v in samples.items()}
+    med = interleaved_medians(arms)
     best = min((v, k) for k, v in med.items() if k not in ("torch", "general"))
     print(
         f"{label:24s} "
