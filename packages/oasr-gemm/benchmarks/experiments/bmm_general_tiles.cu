@@ -1,0 +1,199 @@
+// Experiment (session 18, compiled for sm_90a, not yet run): which CUTLASS 2.x tile should bmm's
+// general lane run for Zipformer's q · kT, the one bmm bench case still below torch.matmul (fp16
+// 7.51 against 7.44 us, 0.99x)?
+//
+// q [B, H, T, 32] · k [B, H, T, 32]^T at B 16, H 4, T 250: 64 problems of 250 x 250 x 32, B
+// column-major (keys contiguous along K), so the loads are 8 elements wide and the stores 2 (a
+// row of 250 halves is 4-byte aligned). The lane runs the 64 x 64 x 32 tile at 3 stages for
+// every call. The product writes 8 MB and reads 2 MB, one K step per tile: the epilogue and the
+// grid's shape are what a tile changes. T 249 (stores 1 element wide) and T 500 are timed too.
+//
+// Each tile runs in batched mode with the production kernel's types (bmm_sm80_template.cuh),
+// first checked against a plain fp32 reference kernel on random data (max |error| printed), then
+// timed as a CUDA graph of 20 launches, the best of 9 replays (us per launch). torch.matmul on
+// the same shapes is in docs/perf/h200_gemm_bmm_s18.json (7.44 us at T 250).
+//
+// Build and run from the repository root (the nvidia-cutlass wheel ships the headers):
+//   CUT=$(python -c "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source'))")
+//   nvcc -std=c++17 -O3 -DNDEBUG --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a \
+//     -I$CUT/include packages/oasr-gemm/benchmarks/experiments/bmm_general_tiles.cu \
+//     -o bmm_general_tiles && ./bmm_general_tiles
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <cutlass/cutlass.h>
+#include <cutlass/epilogue/thread/linear_combination.h>
+#include <cutlass/gemm/device/gemm_universal.h>
+#include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+
+using T = cutlass::half_t;
+
+template <int TM, int TN, int WM, int WN, int kStages, int kAlignC>
+struct Tile {
+  using Gemm = cutlass::gemm::device::GemmUniversal<
+      T, cutlass::layout::RowMajor, T, cutlass::layout::ColumnMajor, T, cutlass::layout::RowMajor,
+      float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80,
+      cutlass::gemm::GemmShape<TM, TN, 32>, cutlass::gemm::GemmShape<WM, WN, 32>,
+      cutlass::gemm::GemmShape<16, 8, 16>,
+      cutlass::epilogue::thread::LinearCombination<T, kAlignC, float, float>,
+      cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, kStages, 8, 8>;
+
+  // the problem's batch of L products, A [L, M, K], B [L, N, K] (column-major K x N), D [L, M, N]
+  static cutlass::Status launch(int L, int M, int N, int K, const T* a, const T* b, T* d,
+                                cudaStream_t stream) {
+    typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kBatched, {M, N, K}, L,
+                                  {1.0f, 0.0f}, a, b, d, d, int64_t(M) * K, int64_t(N) * K,
+                                  int64_t(M) * N, int64_t(M) * N, K, K, N, N);
+    Gemm gemm;
+    cutlass::Status status = gemm.can_implement(args);
+    if (status != cutlass::Status::kSuccess) return status;
+    if (Gemm::get_workspace_size(args) != 0) return cutlass::Status::kErrorWorkspaceNull;
+    status = gemm.initialize(args, nullptr, stream);
+    if (status != cutlass::Status::kSuccess) return status;
+    return gemm.run(stream);
+  }
+};
+
+__global__ void fill_random(T* x, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    x[i] = T(scale * (float(h >> 8) * (2.0f / 16777216.0f) - 1.0f));
+  }
+}
+
+// ref[l, m, n] = sum_k a[l, m, k] b[l, n, k] in fp32
+__global__ void reference(int L, int M, int N, int K, const T* a, const T* b, float* ref) {
+  const int64_t total = int64_t(L) * M * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t l = i / (int64_t(M) * N), m = i / N % M, n = i % N;
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      s += float(a[(l * M + m) * K + k]) * float(b[(l * N + n) * K + k]);
+    }
+    ref[i] = s;
+  }
+}
+
+struct Problem {
+  int L, M, N, K;
+  T *a, *b, *d;
+  float* ref;
+};
+
+// max |d - ref| after one launch (< 0: the tile refused the problem)
+template <class Tl>
+double check(const Problem& p) {
+  cudaMemset(p.d, 0xFF, size_t(p.L) * p.M * p.N * sizeof(T));  // NaN: every output is written
+  if (Tl::launch(p.L, p.M, p.N, p.K, p.a, p.b, p.d, 0) != cutlass::Status::kSuccess) return -1;
+  const size_t n = size_t(p.L) * p.M * p.N;
+  std::vector<T> d(n);
+  std::vector<float> ref(n);
+  cudaMemcpy(d.data(), p.d, n * sizeof(T), cudaMemcpyDeviceToHost);
+  cudaMemcpy(ref.data(), p.ref, n * sizeof(float), cudaMemcpyDeviceToHost);
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = std::fabs(double(float(d[i])) - ref[i]);
+    worst = std::isnan(e) ? INFINITY : std::fmax(worst, e);
+  }
+  return worst;
+}
+
+// us per launch: a graph of 20 launches, the best of 9 replays
+template <class Tl>
+float time_us(const Problem& p) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+  for (int i = 0; i < 20; ++i) Tl::launch(p.L, p.M, p.N, p.K, p.a, p.b, p.d, s);
+  cudaStreamEndCapture(s, &graph);
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  cudaGraphLaunch(exec, s);  // warm up
+  float best = 1e9f;
+  for (int r = 0; r < 9; ++r) {
+    cudaEventRecord(e0, s);
+    cudaGraphLaunch(exec, s);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    best = fminf(best, ms * 1000.0f / 20);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  return best;
+}
+
+template <class Tl>
+void run(const char* name, const Problem& p) {
+  const double err = check<Tl>(p);
+  if (err < 0) {
+    std::printf("  %-34s refused\n", name);
+    return;
+  }
+  std::printf("  %-34s %8.2f us   max |error| %.3g\n", name, time_us<Tl>(p), err);
+}
+
+// the store alignment is a template argument: 2 where N is even, 1 where it is odd
+template <int kAlignC>
+void run_tiles(const Problem& p) {
+  run<Tile<64, 64, 32, 32, 3, kAlignC>>("64x64x32 w32x32 s3 (production)", p);
+  run<Tile<64, 64, 32, 32, 2, kAlignC>>("64x64x32 w32x32 s2", p);
+  run<Tile<128, 64, 64, 32, 3, kAlignC>>("128x64x32 w64x32 s3", p);
+  run<Tile<64, 128, 32, 64, 3, kAlignC>>("64x128x32 w32x64 s3", p);
+  run<Tile<128, 128, 64, 64, 3, kAlignC>>("128x128x32 w64x64 s3", p);
+  run<Tile<64, 256, 64, 64, 3, kAlignC>>("64x256x32 w64x64 s3", p);
+  run<Tile<128, 256, 64, 64, 3, kAlignC>>("128x256x32 w64x64 s3", p);
+  run<Tile<32, 128, 32, 32, 3, kAlignC>>("32x128x32 w32x32 s3", p);
+}
+
+int main() {
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("%s, %d SMs: bmm general lane tiles, fp16, B column-major (us per launch)\n",
+              prop.name, prop.multiProcessorCount);
+  const int shapes[][4] = {{64, 250, 250, 32}, {64, 249, 249, 32}, {32, 500, 500, 32}};
+  for (auto& s : shapes) {
+    Problem p{s[0], s[1], s[2], s[3], nullptr, nullptr, nullptr, nullptr};
+    const size_t na = size_t(p.L) * p.M * p.K, nb = size_t(p.L) * p.N * p.K;
+    const size_t nd = size_t(p.L) * p.M * p.N;
+    cudaMalloc(&p.a, na * sizeof(T));
+    cudaMalloc(&p.b, nb * sizeof(T));
+    cudaMalloc(&p.d, nd * sizeof(T));
+    cudaMalloc(&p.ref, nd * sizeof(float));
+    fill_random<<<256, 256>>>(p.a, na, 11u, 1.0f);
+    fill_random<<<256, 256>>>(p.b, nb, 29u, 0.2f);
+    reference<<<1024, 256>>>(p.L, p.M, p.N, p.K, p.a, p.b, p.ref);
+    std::printf("L %d x M %d x N %d x K %d\n", p.L, p.M, p.N, p.K);
+    if (p.N % 2 == 0) {
+      run_tiles<2>(p);
+    } else {
+      run_tiles<1>(p);
+    }
+    cudaFree(p.a);
+    cudaFree(p.b);
+    cudaFree(p.d);
+    cudaFree(p.ref);
+  }
+  const cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    std::printf("CUDA error: %s\n", cudaGetErrorString(err));
+    return 1;
+  }
+  return 0;
+}
