@@ -8,7 +8,7 @@
 // every call. The product writes 8 MB and reads 2 MB, one K step per tile: the epilogue and the
 // grid's shape are what a tile changes. T 249 (stores 1 element wide) and T 500 are timed too.
 //
-// Each tile runs in batched mode with the production kernel's types (bmm_sm80_template.cuh),
+// Each tile runs the production kernel (bmm_sm80_template.cuh's Sm80Bmm) in batched mode,
 // first checked against a plain fp32 reference kernel on random data (max |error| printed), then
 // timed as a CUDA graph of 20 launches, the best of 9 replays (us per launch). torch.matmul on
 // the same shapes is in docs/perf/h200_gemm_bmm_s18.json (7.44 us at T 250).
@@ -16,7 +16,8 @@
 // Build and run from the repository root (the nvidia-cutlass wheel ships the headers):
 //   CUT=$(python -c "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source'))")
 //   nvcc -std=c++17 -O3 -DNDEBUG --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a \
-//     -I$CUT/include packages/oasr-gemm/benchmarks/experiments/bmm_general_tiles.cu \
+//     -I$CUT/include -Ipackages/oasr-gemm/src/oasr_gemm/include \
+//     packages/oasr-gemm/benchmarks/experiments/bmm_general_tiles.cu \
 //     -o bmm_general_tiles && ./bmm_general_tiles
 #include <cuda_runtime.h>
 
@@ -24,51 +25,29 @@
 #include <cstdio>
 #include <vector>
 
-#include <cutlass/cutlass.h>
-#include <cutlass/epilogue/thread/linear_combination.h>
-#include <cutlass/gemm/device/gemm_universal.h>
-#include <cutlass/gemm/threadblock/threadblock_swizzle.h>
+#include "fill_random.cuh"
+#include "oasr/gemm/bmm_sm80_template.cuh"
 
 using T = cutlass::half_t;
 
+// The general lane's kernel with a given tensor-op tile (bmm_sm80_template.cuh): 8-element loads,
+// B column-major (K contiguous), kAlignC-element stores
 template <int TM, int TN, int WM, int WN, int kStages, int kAlignC>
 struct Tile {
-  using Gemm = cutlass::gemm::device::GemmUniversal<
-      T, cutlass::layout::RowMajor, T, cutlass::layout::ColumnMajor, T, cutlass::layout::RowMajor,
-      float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80,
-      cutlass::gemm::GemmShape<TM, TN, 32>, cutlass::gemm::GemmShape<WM, WN, 32>,
-      cutlass::gemm::GemmShape<16, 8, 16>,
-      cutlass::epilogue::thread::LinearCombination<T, kAlignC, float, float>,
-      cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, kStages, 8, 8>;
+  using Bmm = oasr::gemm::Sm80Bmm<T, false, 8, kAlignC, TM, TN, WM, WN, kStages>;
 
   // the problem's batch of L products, A [L, M, K], B [L, N, K] (column-major K x N), D [L, M, N]
   static cutlass::Status launch(int L, int M, int N, int K, const T* a, const T* b, T* d,
                                 cudaStream_t stream) {
-    typename Gemm::Arguments args(cutlass::gemm::GemmUniversalMode::kBatched, {M, N, K}, L,
-                                  {1.0f, 0.0f}, a, b, d, d, int64_t(M) * K, int64_t(N) * K,
-                                  int64_t(M) * N, int64_t(M) * N, K, K, N, N);
-    Gemm gemm;
-    cutlass::Status status = gemm.can_implement(args);
-    if (status != cutlass::Status::kSuccess) return status;
-    if (Gemm::get_workspace_size(args) != 0) return cutlass::Status::kErrorWorkspaceNull;
-    status = gemm.initialize(args, nullptr, stream);
-    if (status != cutlass::Status::kSuccess) return status;
-    return gemm.run(stream);
+    oasr::gemm::BmmProblem<T> p{};
+    p.a = a, p.b = b, p.d = d;
+    p.m = M, p.n = N, p.k = K, p.batch = L;
+    p.lda = K, p.ldb = K, p.ldd = N;
+    p.batch_stride_a = int64_t(M) * K, p.batch_stride_b = int64_t(N) * K;
+    p.batch_stride_d = int64_t(M) * N;
+    return Bmm::run(p, stream);
   }
 };
-
-__global__ void fill_random(T* x, size_t n, uint32_t seed, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    x[i] = T(scale * (float(h >> 8) * (2.0f / 16777216.0f) - 1.0f));
-  }
-}
 
 // ref[l, m, n] = sum_k a[l, m, k] b[l, n, k] in fp32
 __global__ void reference(int L, int M, int N, int K, const T* a, const T* b, float* ref) {

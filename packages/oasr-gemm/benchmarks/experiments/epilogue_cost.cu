@@ -32,6 +32,7 @@
 #include <cutlass/gemm/device/gemm_universal_adapter.h>
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
+#include "fill_random.cuh"
 #include "oasr/gemm/gemm_activation.cuh"
 
 using T = cutlass::half_t;
@@ -233,19 +234,6 @@ template <int kKind>
 using V = Variant<128, 128, 1, false, kKind>;
 #define NAME "pp 128x128x64 c1x1"
 #endif
-
-__global__ void fill_random(T* x, size_t n, uint32_t seed, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    x[i] = T(scale * (float(h >> 8) * (2.0f / 16777216.0f) - 1.0f));
-  }
-}
 
 template <int kForm>
 __global__ void eval_swish(float* y, int n) {

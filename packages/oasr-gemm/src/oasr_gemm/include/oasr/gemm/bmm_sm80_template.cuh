@@ -26,7 +26,10 @@
 
 namespace oasr::gemm {
 
-template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC>
+// The tensor-op tile (kTileM x kTileN x 32, warps of kWarpM x kWarpN, kTensorOpStages) is a
+// parameter for benchmarks/experiments/bmm_general_tiles.cu; the launcher runs the defaults.
+template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC, int kTileM = 64,
+          int kTileN = 64, int kWarpM = 32, int kWarpN = 32, int kTensorOpStages = 3>
 struct Sm80Bmm {
   static constexpr bool kTensorOp = kAlignAB >= 2;
   static_assert(kTensorOp || kAlignC == 1, "the SIMT kernel stores one element at a time");
@@ -36,13 +39,14 @@ struct Sm80Bmm {
                                      cutlass::arch::OpClassSimt>;
   using Arch = std::conditional_t<kTensorOp, cutlass::arch::Sm80, cutlass::arch::Sm50>;
   // 64 x 64 tiles: the Zipformer shapes this lane exists for have K and N of 4 to a few hundred
-  using ThreadblockShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<64, 64, 32>,
-                                              cutlass::gemm::GemmShape<64, 64, 8>>;
-  using WarpShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<32, 32, 32>,
+  using ThreadblockShape =
+      std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<kTileM, kTileN, 32>,
+                         cutlass::gemm::GemmShape<64, 64, 8>>;
+  using WarpShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<kWarpM, kWarpN, 32>,
                                        cutlass::gemm::GemmShape<32, 32, 8>>;
   using InstructionShape = std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<16, 8, 16>,
                                               cutlass::gemm::GemmShape<1, 1, 1>>;
-  static constexpr int kStages = kTensorOp ? 3 : 2;
+  static constexpr int kStages = kTensorOp ? kTensorOpStages : 2;
   using Epilogue = cutlass::epilogue::thread::LinearCombination<T, kAlignC, float, float>;
   using Gemm = cutlass::gemm::device::GemmUniversal<
       T, cutlass::layout::RowMajor, T, LayoutB, T, cutlass::layout::RowMajor, float, OpClass,
