@@ -84,6 +84,17 @@ OASR_DEVICE float normalize(float v, float mean, float scale, float w, float b) 
   }
 }
 
+// write(activation) with the launch's activation, chosen once per row (the top of the file); a
+// kernel compiled without the arms (kActivated false) has only write(kNone).
+template <bool kActivated, typename F>
+OASR_DEVICE void write_activated(Activation activation, F&& write) {
+  if constexpr (kActivated) {
+    with_activation(activation, write);
+  } else {
+    write(std::integral_constant<Activation, Activation::kNone>{});
+  }
+}
+
 // The per-row scale from the row statistic (mean of squares of the deviations).
 template <RowNormKind kKind>
 OASR_DEVICE float row_scale(float mean_sq, float eps, const float bias_norm_gain) {
@@ -279,11 +290,7 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
       }
     }
   };
-  if constexpr (kActivated) {
-    with_activation(args.activation, write);  // chosen once per row (the top of the file)
-  } else {
-    write(std::integral_constant<Activation, Activation::kNone>{});
-  }
+  detail::write_activated<kActivated>(args.activation, write);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,11 +359,7 @@ __global__ void __launch_bounds__(kLoopedThreads) row_norm_looped_kernel(RowNorm
       y.store(args.out + row * cols + c);
     }
   };
-  if constexpr (kActivated) {
-    with_activation(args.activation, write);  // chosen once per row (the top of the file)
-  } else {
-    write(std::integral_constant<Activation, Activation::kNone>{});
-  }
+  detail::write_activated<kActivated>(args.activation, write);
 }
 
 // ---------------------------------------------------------------------------------------------
