@@ -8,16 +8,10 @@
 #include <algorithm>
 #include "oasr/common/vec_dtypes.h"
 #include "oasr/norm/activation_functors.cuh"
+#include "probe_dtype.h"
 
 using namespace oasr;
 using namespace oasr::norm;
-#if DTYPE == 0
-using T = half;
-static const char* kDtype = "fp16";
-#else
-using T = bfloat16;
-static const char* kDtype = "bf16";
-#endif
 constexpr int N = 16 / sizeof(T);
 using V = Vec<T, N>;
 

@@ -12,15 +12,9 @@
 #include <vector>
 
 #include "oasr/common/softmax.cuh"
+#include "probe_dtype.h"
 
 using namespace oasr;
-#if DTYPE == 0
-using T = half;
-static const char* kDtype = "fp16";
-#else
-using T = bfloat16;
-static const char* kDtype = "bf16";
-#endif
 #define CHECK_CUDA(x)                                                              \
   do {                                                                             \
     cudaError_t err_ = (x);                                                        \

@@ -5,15 +5,9 @@
 #include <vector>
 #include <algorithm>
 #include "oasr/common/softmax.cuh"
+#include "probe_dtype.h"
 
 using namespace oasr;
-#if DTYPE == 0
-using T = half;
-static const char* kDtype = "fp16";
-#else
-using T = bfloat16;
-static const char* kDtype = "bf16";
-#endif
 constexpr int kRot = 3;
 
 // Median per-call time of `launch(out, x)` over 7 batches, rotating kRot buffers.
