@@ -1,14 +1,16 @@
 """`bmm` on the GPU against an fp32 reference. The general lane: the alignments the launcher
-picks (loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), the small-K kernel (K <= 8),
-the small-N kernel (N <= 16, N <= 32 at 2-element loads, N <= 64 at 1: K below, at and past
-its chunks, forced against the CUTLASS kernel), B contiguous along N or along K, broadcast
-batches, two batch dims that do not fold into one stride (either one outer), padded rows, more
-problems (and small-K rows) than a grid dimension holds, ``out=``. The tuned lane (sm90): each
-tile of the ladder, both B layouts, odd M, one and many problems, the cases that must stay on
-the general lane. Refusals of a direct module call; CUDA-graph capture of both lanes and the
-small-N kernel."""
+picks (loads 8, 4, 2 on tensor cores or 1 on SIMT; stores 8 to 1), its 64 x 64 and 128 x 128
+tiles, the small-K kernel (K <= 8), the small-N kernel (N <= 16, N <= 32 at 2-element loads,
+N <= 64 at 1: K below, at and past its chunks, forced against the CUTLASS kernel), B contiguous
+along N or along K, broadcast batches, two batch dims that do not fold into one stride (either
+one outer), padded rows, more problems (and small-K rows) than a grid dimension holds, ``out=``.
+The tuned lane (sm90): each tile of the ladder, both B layouts, odd M, one and many problems,
+the cases that must stay on the general lane. Refusals of a direct module call; CUDA-graph
+capture of both lanes and the small-N kernel."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -74,6 +76,33 @@ def test_shapes_and_layouts(shape, b_layout, dtype):
     L, M, K, N = shape
     A, B = _operands(L, M, K, N, b_layout, dtype)
     _check(A, B, dtype)
+
+
+# (L, M, K, N): the general lane's two tensor-op tiles for B along K (q · kT), 8-element loads.
+# 128 x 128 where it pads M and N no more than 64 x 64 and its grid has a CTA per SM
+WIDE_TILE = [
+    (64, 250, 32, 250),  # Zipformer q · kT at T 250: 256 wide CTAs
+    (64, 249, 64, 249),  # odd T: 1-element stores
+    (40, 255, 40, 383),  # ragged tiles in M, N and K
+    (8, 250, 32, 250),  # 32 wide CTAs: fewer than the SMs
+    (64, 130, 32, 250),  # M 130: two 128-row tiles pad more than three of 64
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", WIDE_TILE, ids=str)
+def test_general_lane_tiles(shape, dtype):
+    L, M, K, N = shape
+    A, B = _operands(L, M, K, N, "b_col", dtype)
+    sms = torch.cuda.get_device_properties(A.device).multi_processor_count
+    pads_alike = all(math.ceil(x / 64) % 2 == 0 for x in (M, N))
+    wide = pads_alike and L * math.ceil(M / 128) * math.ceil(N / 128) >= sms
+    store = 2 if N % 2 == 0 else 1
+    assert oasr_gemm.bmm_lane(A, B) == f"sm80 8/{store}" + (" 128x128" if wide else "")
+    _check(A, B, dtype)
+    # B along N keeps the 64 x 64 tile
+    A, B = _operands(L, M, K, N, "b_row", dtype)
+    assert not oasr_gemm.bmm_lane(A, B).endswith("128x128")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,4 +1,4 @@
-// Experiment (session 18, compiled for sm_90a, not yet run): which CUTLASS 2.x tile should bmm's
+// Experiment (session 18; run in session 19): which CUTLASS 2.x tile should bmm's
 // general lane run for Zipformer's q · kT, the one bmm bench case still below torch.matmul (fp16
 // 7.51 against 7.44 us, 0.99x)?
 //
@@ -141,6 +141,35 @@ void run_tiles(const Problem& p) {
   run<Tile<32, 128, 32, 32, 3, kAlignC>>("32x128x32 w32x32 s3", p);
 }
 
+// the two candidates for the lane on more shapes: the production tile and 128 x 128 (session 19)
+template <int kAlignC>
+void run_pair(const Problem& p) {
+  run<Tile<64, 64, 32, 32, 3, kAlignC>>("64x64x32 w32x32 s3 (production)", p);
+  run<Tile<128, 128, 64, 64, 3, kAlignC>>("128x128x32 w64x64 s3", p);
+}
+
+// fills a problem's operands and fp32 reference, runs `tiles` at the widest store alignment
+// among 8, 2, 1 that divides N, and frees it
+template <class Tiles>
+void run_shape(int L, int M, int N, int K, Tiles tiles) {
+  Problem p{L, M, N, K, nullptr, nullptr, nullptr, nullptr};
+  const size_t na = size_t(p.L) * p.M * p.K, nb = size_t(p.L) * p.N * p.K;
+  const size_t nd = size_t(p.L) * p.M * p.N;
+  cudaMalloc(&p.a, na * sizeof(T));
+  cudaMalloc(&p.b, nb * sizeof(T));
+  cudaMalloc(&p.d, nd * sizeof(T));
+  cudaMalloc(&p.ref, nd * sizeof(float));
+  fill_random<<<256, 256>>>(p.a, na, 11u, 1.0f);
+  fill_random<<<256, 256>>>(p.b, nb, 29u, 0.2f);
+  reference<<<1024, 256>>>(p.L, p.M, p.N, p.K, p.a, p.b, p.ref);
+  std::printf("L %d x M %d x N %d x K %d\n", p.L, p.M, p.N, p.K);
+  tiles(p);
+  cudaFree(p.a);
+  cudaFree(p.b);
+  cudaFree(p.d);
+  cudaFree(p.ref);
+}
+
 int main() {
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
@@ -148,26 +177,29 @@ int main() {
               prop.name, prop.multiProcessorCount);
   const int shapes[][4] = {{64, 250, 250, 32}, {64, 249, 249, 32}, {32, 500, 500, 32}};
   for (auto& s : shapes) {
-    Problem p{s[0], s[1], s[2], s[3], nullptr, nullptr, nullptr, nullptr};
-    const size_t na = size_t(p.L) * p.M * p.K, nb = size_t(p.L) * p.N * p.K;
-    const size_t nd = size_t(p.L) * p.M * p.N;
-    cudaMalloc(&p.a, na * sizeof(T));
-    cudaMalloc(&p.b, nb * sizeof(T));
-    cudaMalloc(&p.d, nd * sizeof(T));
-    cudaMalloc(&p.ref, nd * sizeof(float));
-    fill_random<<<256, 256>>>(p.a, na, 11u, 1.0f);
-    fill_random<<<256, 256>>>(p.b, nb, 29u, 0.2f);
-    reference<<<1024, 256>>>(p.L, p.M, p.N, p.K, p.a, p.b, p.ref);
-    std::printf("L %d x M %d x N %d x K %d\n", p.L, p.M, p.N, p.K);
-    if (p.N % 2 == 0) {
-      run_tiles<2>(p);
-    } else {
-      run_tiles<1>(p);
-    }
-    cudaFree(p.a);
-    cudaFree(p.b);
-    cudaFree(p.d);
-    cudaFree(p.ref);
+    run_shape(s[0], s[1], s[2], s[3], [](const Problem& p) {
+      if (p.N % 2 == 0) {
+        run_tiles<2>(p);
+      } else {
+        run_tiles<1>(p);
+      }
+    });
+  }
+  // L x M x N x K: Zipformer / Conformer attention scores at other lengths, heads and batches
+  const int more[][4] = {{64, 100, 100, 32},  {16, 1000, 1000, 32}, {8, 250, 250, 32},
+                         {64, 60, 60, 32},    {64, 250, 80, 32},    {64, 250, 250, 64},
+                         {64, 249, 249, 64},  {16, 1000, 1000, 64}, {64, 250, 250, 128},
+                         {128, 250, 250, 32}, {4, 250, 250, 32},    {64, 125, 125, 32}};
+  for (auto& s : more) {
+    run_shape(s[0], s[1], s[2], s[3], [](const Problem& p) {
+      if (p.N % 8 == 0) {
+        run_pair<8>(p);
+      } else if (p.N % 2 == 0) {
+        run_pair<2>(p);
+      } else {
+        run_pair<1>(p);
+      }
+    });
   }
   const cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess) {

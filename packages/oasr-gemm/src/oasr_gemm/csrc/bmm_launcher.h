@@ -70,9 +70,10 @@ inline int widest_alignment(std::initializer_list<int64_t> values) {
   return 1;
 }
 
-template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC>
+template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC, int kTile = 64, int kWarp = 32>
 void run_bmm(const BmmProblem<T>& p, cudaStream_t stream, const char* variant) {
-  const cutlass::Status status = Sm80Bmm<T, kBRowMajor, kAlignAB, kAlignC>::run(p, stream);
+  const cutlass::Status status =
+      Sm80Bmm<T, kBRowMajor, kAlignAB, kAlignC, kTile, kTile, kWarp, kWarp>::run(p, stream);
   if (status != cutlass::Status::kSuccess) {
     check_cuda_status(cudaGetLastError(), variant);
     TVM_FFI_THROW(RuntimeError) << variant << " (alignments " << kAlignAB << " / " << kAlignC
@@ -82,23 +83,48 @@ void run_bmm(const BmmProblem<T>& p, cudaStream_t stream, const char* variant) {
   }
 }
 
-// The instantiation for the two run-time alignments (kAlignC <= 8, any; kAlignAB 1: SIMT).
+// Whether the general lane runs its 128 x 128 tile (warps of 64 x 64) rather than 64 x 64: with
+// 8-element loads and B column-major (q · kT), where the wide tile pads M and N no more than the
+// narrow one and its grid of one launch (`batch` problems) still has a CTA per SM. On the H200
+// (benchmarks/experiments/bmm_general_tiles.cu, fp16, K 32-128) it took 0.74-0.85x the narrow
+// tile's time at T 249-1000 with 256-1024 wide CTAs, and 1.2-1.4x at 16-64 of them.
+template <bool kBRowMajor>
+bool wide_bmm_tile(int align_ab, int64_t batch, int64_t m, int64_t n, int sms) {
+  auto pads_like_narrow = [](int64_t x) { return ceil_div<int64_t>(x, 64) % 2 == 0; };
+  return !kBRowMajor && align_ab == 8 && pads_like_narrow(m) && pads_like_narrow(n) &&
+         batch * ceil_div<int64_t>(m, 128) * ceil_div<int64_t>(n, 128) >= sms;
+}
+
+// The instantiation for the two run-time alignments (kAlignC <= 8, any; kAlignAB 1: SIMT) and
+// the tile (`wide`: wide_bmm_tile).
 template <typename T, bool kBRowMajor>
-void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, cudaStream_t stream,
-                  const char* variant) {
-  auto with_c = [&](auto ab) {
-    constexpr int kAB = decltype(ab)::value;
+void dispatch_bmm(const BmmProblem<T>& p, int align_ab, int align_c, bool wide,
+                  cudaStream_t stream, const char* variant) {
+  auto with_c = [&](auto ab, auto tile, auto warp) {
+    constexpr int kAB = decltype(ab)::value, kT = decltype(tile)::value;
+    constexpr int kW = decltype(warp)::value;
     switch (align_c) {
-      case 8: return run_bmm<T, kBRowMajor, kAB, 8>(p, stream, variant);
-      case 4: return run_bmm<T, kBRowMajor, kAB, 4>(p, stream, variant);
-      case 2: return run_bmm<T, kBRowMajor, kAB, 2>(p, stream, variant);
-      default: return run_bmm<T, kBRowMajor, kAB, 1>(p, stream, variant);
+      case 8: return run_bmm<T, kBRowMajor, kAB, 8, kT, kW>(p, stream, variant);
+      case 4: return run_bmm<T, kBRowMajor, kAB, 4, kT, kW>(p, stream, variant);
+      case 2: return run_bmm<T, kBRowMajor, kAB, 2, kT, kW>(p, stream, variant);
+      default: return run_bmm<T, kBRowMajor, kAB, 1, kT, kW>(p, stream, variant);
     }
   };
+  using std::integral_constant;
+  auto narrow = [&](auto ab) {
+    with_c(ab, integral_constant<int, 64>{}, integral_constant<int, 32>{});
+  };
   switch (align_ab) {
-    case 8: return with_c(std::integral_constant<int, 8>{});
-    case 4: return with_c(std::integral_constant<int, 4>{});
-    case 2: return with_c(std::integral_constant<int, 2>{});
+    case 8:
+      if constexpr (!kBRowMajor) {
+        if (wide) {
+          return with_c(integral_constant<int, 8>{}, integral_constant<int, 128>{},
+                        integral_constant<int, 64>{});
+        }
+      }
+      return narrow(integral_constant<int, 8>{});
+    case 4: return narrow(integral_constant<int, 4>{});
+    case 2: return narrow(integral_constant<int, 2>{});
     default: return run_bmm<T, kBRowMajor, 1, 1>(p, stream, variant);
   }
 }
@@ -118,8 +144,8 @@ constexpr int kBmmSmallNAutoLoads2 = 32;
 constexpr int kBmmSmallNAutoLoads1 = kBmmSmallNMax;
 
 // Checks the call and launches it; with dry_run, launches nothing and names the kernel it would
-// run: "small_k", "sm90 <config id>", "small_n", "sm80 <load>/<store>" (the alignments), "simt"
-// or "empty"
+// run: "small_k", "sm90 <config id>", "small_n", "sm80 <load>/<store>" (the alignments; with
+// " 128x128" for the wide tile), "simt" or "empty"
 // (the name is built only then: a launch returns an empty string).
 template <typename T, bool kBRowMajor>
 std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* variant,
@@ -274,11 +300,14 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
                       variant);
     return {};
   }
-  if (dry_run) {
-    return align_ab >= 2 ? "sm80 " + std::to_string(align_ab) + "/" + std::to_string(align_c)
-                         : "simt";
-  }
   constexpr int64_t kMaxBatch = 65535;  // gridDim.z
+  const bool wide = wide_bmm_tile<kBRowMajor>(align_ab, std::min(kMaxBatch, batch), m, n,
+                                              num_sms(scope.device_id()));
+  if (dry_run) {
+    if (align_ab == 1) return "simt";
+    return "sm80 " + std::to_string(align_ab) + "/" + std::to_string(align_c) +
+           (wide ? " 128x128" : "");
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t first = 0; first < batch; first += kMaxBatch) {
       BmmProblem<T> q = p;
@@ -286,7 +315,7 @@ std::string launch_bmm(TensorView out, TensorView a, TensorView b, const char* v
       q.a = a0 + o * outer_a + first * stride_a;
       q.b = b0p + o * outer_b + first * stride_b;
       q.d = d0 + o * outer_d + first * stride_d;
-      dispatch_bmm<T, kBRowMajor>(q, align_ab, align_c, scope.stream(), variant);
+      dispatch_bmm<T, kBRowMajor>(q, align_ab, align_c, wide, scope.stream(), variant);
     }
   }
   return {};

@@ -27,7 +27,9 @@
 namespace oasr::gemm {
 
 // The tensor-op tile (kTileM x kTileN x 32, warps of kWarpM x kWarpN, kTensorOpStages) is a
-// parameter for benchmarks/experiments/bmm_general_tiles.cu; the launcher runs the defaults.
+// parameter: the launcher runs the defaults, or 128 x 128 (warps of 64 x 64) for large q · kT
+// products (bmm_launcher.h, wide_bmm_tile); benchmarks/experiments/bmm_general_tiles.cu times
+// others.
 template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC, int kTileM = 64,
           int kTileN = 64, int kWarpM = 32, int kWarpN = 32, int kTensorOpStages = 3>
 struct Sm80Bmm {
@@ -38,7 +40,8 @@ struct Sm80Bmm {
   using OpClass = std::conditional_t<kTensorOp, cutlass::arch::OpClassTensorOp,
                                      cutlass::arch::OpClassSimt>;
   using Arch = std::conditional_t<kTensorOp, cutlass::arch::Sm80, cutlass::arch::Sm50>;
-  // 64 x 64 tiles: the Zipformer shapes this lane exists for have K and N of 4 to a few hundred
+  // 64 x 64 tiles by default: the Zipformer shapes this lane exists for have K and N of 4 to a
+  // few hundred
   using ThreadblockShape =
       std::conditional_t<kTensorOp, cutlass::gemm::GemmShape<kTileM, kTileN, 32>,
                          cutlass::gemm::GemmShape<64, 64, 8>>;
