@@ -5,8 +5,14 @@
 // q [B, H, T, 32] · k [B, H, T, 32]^T at B 16, H 4, T 250: 64 problems of 250 x 250 x 32, B
 // column-major (keys contiguous along K), so the loads are 8 elements wide and the stores 2 (a
 // row of 250 halves is 4-byte aligned). The lane runs the 64 x 64 x 32 tile at 3 stages for
-// every call. The product writes 8 MB and reads 2 MB, one K step per tile: the epilogue and the
-// grid's shape are what a tile changes. T 249 (stores 1 element wide) and T 500 are timed too.
+// every call (before session 19). The product writes 8 MB and reads 2 MB, one K step per tile:
+// the epilogue and the grid's shape are what a tile changes. T 249 (stores 1 element wide) and
+// T 500 are timed too; then the production tile against 128 x 128 on twelve more shapes (other
+// T, K 64 and 128, 4 to 128 problems).
+//
+// Answer (H200, session 19): 128 x 128 took 0.74-0.85x the 64 x 64 tile's time wherever a launch
+// had 256-1024 of its CTAs, 1.20-1.41x where it had 16-64; the launcher now picks it by that
+// (bmm_launcher.h, wide_bmm_tile). docs/gemm.md has the table.
 //
 // Each tile runs the production kernel (bmm_sm80_template.cuh's Sm80Bmm) in batched mode,
 // first checked against a plain fp32 reference kernel on random data (max |error| printed), then

@@ -107,7 +107,8 @@ def bmm(
 def bmm_lane(A: torch.Tensor, B: torch.Tensor) -> str:
     """The kernel ``bmm(A, B)`` runs (nothing is launched): ``"sm90 <config id>"`` (the tuned
     lane; the general lane runs instead if CUTLASS refuses the problem), ``"sm80 <load>/<store>"``
-    (the general lane's tensor-op kernel and its alignments), ``"simt"``, ``"small_k"``,
+    (the general lane's tensor-op kernel and its alignments; ``" 128x128"`` added for its wide
+    tile), ``"simt"``, ``"small_k"``,
     ``"small_n"`` or ``"empty"``. Raises like `bmm` on a call it would refuse."""
     _check(A, "A")
     _check(B, "B", A.dtype)
