@@ -17,12 +17,14 @@ from oasr_norm import _jit, twins
 pytestmark = skip_unless_gpu()
 
 NEG_INF = float("-inf")
-# Widths: 1; 7, 131, 1025 and 8195 (odd: the scalar kernels); 6, 250, 500 and 1500 (2- and
-# 4-element vectors: attention rows of T 250, 500 and 1500); 64/80 (a group of 8/16 lanes per
-# row); ASR widths 192..1280 and 1000 (a warp per row, 1..4 vectors a lane), 4096 and 8192 (a
-# block per row). Rows: 1, 3, 1000 (several rows per block, a partial last block).
-WIDTHS = [1, 6, 7, 64, 80, 131, 192, 250, 256, 384, 500, 512, 1000, 1025, 1280, 1500, 4096]
-WIDTHS += [8192, 8195]
+# Widths: 1; 7, 1025 and 8195 (odd: the scalar kernels); 6, 500 and 1500 (2- and 4-element
+# vectors: attention rows of T 500 and 1500); 66, 131, 249 and 250 (16-bit rows of 65..256 that
+# 8-byte vectors do not fit: an aligned body of 16-byte vectors with its head and tail;
+# attention rows of T 249 and 250); 64/80 (a group of 8/16 lanes per row); ASR widths 192..1280
+# and 1000 (a warp per row, 1..4 vectors a lane), 4096 and 8192 (a block per row). Rows: 1, 3,
+# 1000 (several rows per block, a partial last block).
+WIDTHS = [1, 6, 7, 64, 66, 80, 131, 192, 249, 250, 256, 384, 500, 512, 1000, 1025, 1280, 1500]
+WIDTHS += [4096, 8192, 8195]
 ROWS = [1, 3, 1000]
 # At the register capacity (16384 = 512 threads x 32 values), then past it: the two-pass
 # online kernel; 51865 is Whisper's vocabulary.
@@ -103,6 +105,20 @@ def test_rows_off_16_bytes(op, dtype):
             in_place = flat.clone()[offset : offset + rows * cols].view(rows, cols)
             assert fn(in_place, out=in_place) is in_place
             assert_close(in_place, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_strided_rows_at_the_outputs_offset(op, dtype):
+    """Rows of 250 whose stride (258) differs from the width by whole 16 bytes, starting 3
+    elements in, into an output at the same offset: each row is read as an aligned body (6
+    bytes of head) where the halves allow it."""
+    fn, twin = getattr(oasr_norm, op), getattr(twins, op)
+    x = _randn(37, 258, dtype=dtype)[:, 3:253]
+    room = poison_(torch.empty(37 * 250 + 8, device="cuda", dtype=dtype))
+    out = room[3 : 3 + 37 * 250].view(37, 250)
+    assert fn(x, out=out) is out
+    assert_close(out, twin(x))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

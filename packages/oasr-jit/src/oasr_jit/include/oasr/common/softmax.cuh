@@ -25,6 +25,9 @@
 // consecutive vectors. N is the widest power of two, up to 128 bits of T, that divides the width
 // and the row stride and aligns both first rows: attention rows of 250 or 1500 halves take 4- and
 // 8-byte vectors rather than single elements (2.1x slower than torch at 1500 when they did).
+// Rows of 65 to 256 16-bit values that 8-byte vectors do not fit either, whose x and out rows sit
+// at the same offset mod 16 bytes, are read instead as an aligned body of 16-byte vectors plus
+// the few values before and after it (softmax_aligned_body_kernel).
 //
 // masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
 // key_padding_mask one element at a time through their own strides: a broadcast dim has stride
@@ -260,6 +263,78 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rows that 8-byte vectors do not divide either (250 halves: row r starts at 500 r bytes): a
+// warp per row reads the row's 16-byte aligned body, one vector a lane (rows of up to 256), and
+// one lane each takes a value of the head before it or the tail after it (at most kN - 1 each).
+// out's rows have the same offset mod 16 bytes as x's. On the H200 at 64000 x 250 halves
+// (oasr-norm's benchmarks/experiments/softmax_aligned_body.cu): 22.6 -> 19.8 us against the
+// 4-byte vectors of softmax_rows_kernel as graph replays, 25.1 -> 21.8 us one call between
+// events. log_softmax is a template parameter: chosen at run time, per value, it cost the whole
+// gain (22.1 us). Not taken where 8-byte vectors fit (252 halves: 18.2 against 19.8 us) or for
+// two vectors a lane (500 halves: 35.7 against 19.7).
+
+template <typename T, bool kLog>
+__global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
+    softmax_aligned_body_kernel(SoftmaxDst<T> dst, SoftmaxArgs<T> src) {
+  constexpr int kN = kVec128<T>;
+  static_assert(kWarpSize >= 2 * (kN - 1), "every head and tail value has a lane");
+  constexpr float kNegInf = -__builtin_huge_valf();
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t row =
+      int64_t(blockIdx.x) * (kSoftmaxWarpBlockThreads / kWarpSize) + threadIdx.x / kWarpSize;
+  const bool row_valid = row < dst.rows;  // a warp past the last row still joins the shuffles
+  const T* x = src.x + (row_valid ? row : 0) * src.x_stride;
+  const int cols = static_cast<int>(dst.cols);  // <= 256: at most 32 body vectors
+  const int misalign = static_cast<int>(reinterpret_cast<uintptr_t>(x) % 16 / sizeof(T));
+  const int head = min(misalign ? kN - misalign : 0, cols);
+  const int body = (cols - head) / kN;
+  const int tail = cols - head - body * kN;
+
+  // Lane < head holds head value `lane`; head <= lane < head + tail, tail value lane - head.
+  // Absent values are -inf: they add exp(-inf) = 0 to the sum and are never stored.
+  const bool has_edge = row_valid && lane < head + tail;
+  const int edge_col = lane < head ? lane : head + body * kN + (lane - head);
+  float edge = has_edge ? to_float(x[edge_col]) : kNegInf;
+  const bool has_body = row_valid && lane < body;
+  float values[kN];
+  if (has_body) {
+    Vec<T, kN> vec;
+    vec.load(x + head + lane * kN);
+    vec.to_float(values);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) values[i] = kNegInf;
+  }
+  float thread_max = edge;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) thread_max = fmaxf(thread_max, values[i]);
+  const float row_max = warp_reduce<MaxOp>(thread_max);
+
+  auto exp_of = [&](float v) { return exp2f((v - row_max) * kLog2e); };
+  float thread_sum = exp_of(edge);
+  if constexpr (!kLog) edge = exp_of(edge);
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    const float e = exp_of(values[i]);
+    thread_sum += e;
+    if constexpr (!kLog) values[i] = e;
+  }
+  const float row_sum = warp_reduce<SumOp>(thread_sum);
+  if (!row_valid) return;
+
+  const float inv_sum = softmax_inv_sum<false>(row_sum);
+  const float log_sum = kLog ? logf(row_sum) : 0.0f;
+  auto finish = [&](float v) { return kLog ? (v - row_max) - log_sum : v * inv_sum; };
+  T* out = dst.out + row * dst.cols;
+  if (has_edge) out[edge_col] = from_float<T>(finish(edge));
+  if (has_body) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) values[i] = finish(values[i]);
+    store_values<T, kN>(out + head + lane * kN, values);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Rows past the register capacity: a block per row, an online (max, sum) pass, then the write.
 
 template <typename Row, typename T, int N>
@@ -388,9 +463,38 @@ cudaError_t launch_softmax_by_width(const SoftmaxDst<T>& dst, const typename Row
   return launch_softmax_warp_rows<Row, T, N, 1>(dst, src, vecs, stream);
 }
 
-// The widest vector of at most N elements that the rows allow (see the top of the file).
+// softmax_aligned_body_kernel, if it takes these rows: 16-bit values that 8-byte vectors do not
+// fit (the caller checked), 65 to 256 columns (narrower rows keep the kernels with several rows a
+// warp), x's and out's rows at the same offset mod 16 bytes. cudaErrorNotSupported where not.
+template <typename T>
+cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t stream) {
+  constexpr int kN = kVec128<T>;
+  const auto offset = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; };
+  if (sizeof(T) != 2 || a.cols < 65 || a.cols > kWarpSize * kN || offset(a.x) != offset(a.out) ||
+      (a.rows > 1 && (a.x_stride - a.cols) % kN != 0)) {
+    return cudaErrorNotSupported;
+  }
+  constexpr int kRowsPerBlock = kSoftmaxWarpBlockThreads / kWarpSize;
+  const int64_t tiles = ceil_div<int64_t>(a.rows, kRowsPerBlock);
+  if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
+  const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
+  const dim3 grid(static_cast<unsigned>(tiles));
+  if (a.log_output) {
+    softmax_aligned_body_kernel<T, true><<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
+  } else {
+    softmax_aligned_body_kernel<T, false><<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
+  }
+  return cudaGetLastError();
+}
+
+// The widest vector of at most N elements that the rows allow (see the top of the file), or,
+// for 16-bit rows that 8-byte vectors do not fit, the aligned body where it takes them.
 template <typename T, int N = kVec128<T>>
 cudaError_t launch_softmax(const SoftmaxArgs<T>& a, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 2 && N == 2) {
+    const cudaError_t status = launch_softmax_aligned_body(a, stream);
+    if (status != cudaErrorNotSupported) return status;
+  }
   if constexpr (N > 1) {
     const bool fits = is_vec_aligned<T, N>(a.x) && is_vec_aligned<T, N>(a.out) &&
                       a.cols % N == 0 && (a.rows == 1 || a.x_stride % N == 0);
