@@ -2,10 +2,23 @@
 // 500 bytes, so row r starts at 4r mod 16). The production kernel reads such rows in the widest
 // vector that divides the width and the stride, 4 bytes here, four loads a lane. This probe
 // reads each row as an aligned body of 16-byte vectors plus a head and a tail of single values
-// (at most 7 + 7, one a lane), one row per warp, and times it against the production kernel and
-// a copy of the same bytes, on the norm suite's 64000 x 250 rows, CUDA graphs over rotating
-// inputs. Each variant's output is checked against a float64 softmax of 512 rows first.
-// -DDTYPE=0 half, 1 bf16.
+// (at most 7 + 7, one a lane), one row per warp, and times it against the production dispatch
+// (launch_softmax) and a copy of the same bytes, CUDA graphs over rotating inputs, then one call
+// between events as `oasr bench` times calls over 20 us. Each variant's output is checked against
+// a float64 softmax of 512 rows first. -DDTYPE=0 half, 1 bf16.
+//
+// Session 17 (64000 x 250 only): the body kernel 19.9 / 20.3 us (fp16 / bf16) against 22.2 as
+// graph replays; half a warp per row with two body vectors a lane 40.7 us. The same kernel in the
+// library (session 17, and again in session 19 with a run-time log_softmax flag) did not move
+// the bench's 250 keys (24.5 us both ways) and took 500 keys (two body vectors a lane) from 21.0
+// to 38.0 us and 252 keys from 19.7 to 23.7 (softmax_keys.py). Session 19 adds the shapes 500
+// and 252 and two variants that ask why: the loads of all body vectors issued before the first
+// max (the body kernel computes each vector's max as it arrives), and the library's run-time
+// log_softmax flag. Answer (H200): the run-time flag cost the whole gain (250 keys: 22.1 against
+// 19.8 us in graphs); loads first changed nothing; 252 keys are faster on 8-byte vectors (18.2
+// against 19.8) and 500 keys on them (19.7 against 35.7 with two body vectors a lane). The
+// library now runs the body kernel with log_softmax a template parameter for 16-bit rows of
+// 65-256 that 8-byte vectors do not fit, so "production" below is that kernel from then on.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,10 +41,11 @@ constexpr int kN = kVec128<T>;  // values in a 16-byte vector
 
 // kGroup lanes per row (16 or 32; 128-thread blocks): lane j holds body vectors j, j + kGroup, ...
 // (kBodyVecs at most) and one value of the head or the tail. out's rows have the same offset
-// mod 16 bytes as x's.
-template <int kGroup, int kBodyVecs>
-__global__ void __launch_bounds__(128) softmax_aligned_body_kernel(SoftmaxDst<T> dst,
-                                                                   SoftmaxArgs<T> src) {
+// mod 16 bytes as x's. kLoadsFirst: every load before the first max. kRuntimeLog: the
+// library's form, log_softmax chosen by dst.log_output at run time (false here).
+template <int kGroup, int kBodyVecs, bool kLoadsFirst, bool kRuntimeLog>
+__global__ void __launch_bounds__(128) probe_aligned_body_kernel(SoftmaxDst<T> dst,
+                                                                 SoftmaxArgs<T> src) {
   static_assert(kGroup >= 2 * (kN - 1), "every head and tail value has a lane");
   constexpr float kNegInf = -__builtin_huge_valf();
   const int lane = threadIdx.x % kGroup;
@@ -45,6 +59,7 @@ __global__ void __launch_bounds__(128) softmax_aligned_body_kernel(SoftmaxDst<T>
   const int body = (cols - head) / kN;
   const int tail = cols - head - body * kN;
   const T* x_body = x + head;
+  const bool log_output = kRuntimeLog && dst.log_output;
 
   float values[kBodyVecs][kN];
   float edge = kNegInf;  // lane < head: head value `lane`; head <= lane < head + tail: tail value
@@ -52,8 +67,7 @@ __global__ void __launch_bounds__(128) softmax_aligned_body_kernel(SoftmaxDst<T>
   const bool has_edge = row_valid && lane < head + tail;
   if (has_edge) edge = to_float(x[edge_col]);
   float thread_max = edge;
-#pragma unroll
-  for (int j = 0; j < kBodyVecs; ++j) {
+  auto load = [&](int j) {
     const int v = j * kGroup + lane;
     if (row_valid && v < body) {
       Vec<T, kN> vec;
@@ -63,31 +77,43 @@ __global__ void __launch_bounds__(128) softmax_aligned_body_kernel(SoftmaxDst<T>
 #pragma unroll
       for (int i = 0; i < kN; ++i) values[j][i] = kNegInf;
     }
+  };
+  if constexpr (kLoadsFirst) {
+#pragma unroll
+    for (int j = 0; j < kBodyVecs; ++j) load(j);
+  }
+#pragma unroll
+  for (int j = 0; j < kBodyVecs; ++j) {
+    if constexpr (!kLoadsFirst) load(j);
 #pragma unroll
     for (int i = 0; i < kN; ++i) thread_max = fmaxf(thread_max, values[j][i]);
   }
   const float row_max = warp_reduce<MaxOp, kGroup>(thread_max);
-  float thread_sum = 0.0f;
-  edge = exp2f((edge - row_max) * kLog2e);
-  if (has_edge) thread_sum = edge;
+  auto exp_of = [&](float v) { return exp2f((v - row_max) * kLog2e); };
+  float thread_sum = has_edge ? exp_of(edge) : 0.0f;
+  if (!log_output) edge = exp_of(edge);
 #pragma unroll
   for (int j = 0; j < kBodyVecs; ++j) {
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
-      values[j][i] = exp2f((values[j][i] - row_max) * kLog2e);
-      thread_sum += values[j][i];
+      const float e = exp_of(values[j][i]);
+      thread_sum += e;
+      if (!log_output) values[j][i] = e;
     }
   }
-  const float inv_sum = __fdividef(1.0f, warp_reduce<SumOp, kGroup>(thread_sum));
+  const float row_sum = warp_reduce<SumOp, kGroup>(thread_sum);
   if (!row_valid) return;
+  const float inv_sum = __fdividef(1.0f, row_sum);
+  const float log_sum = log_output ? logf(row_sum) : 0.0f;
+  auto finish = [&](float v) { return log_output ? (v - row_max) - log_sum : v * inv_sum; };
   T* out = dst.out + row * dst.cols;
-  if (has_edge) out[edge_col] = from_float<T>(edge * inv_sum);
+  if (has_edge) out[edge_col] = from_float<T>(finish(edge));
 #pragma unroll
   for (int j = 0; j < kBodyVecs; ++j) {
     const int v = j * kGroup + lane;
     if (v < body) {
 #pragma unroll
-      for (int i = 0; i < kN; ++i) values[j][i] *= inv_sum;
+      for (int i = 0; i < kN; ++i) values[j][i] = finish(values[j][i]);
       store_values<T, kN>(out + head + v * kN, values[j]);
     }
   }
@@ -109,8 +135,14 @@ __global__ void fill(T* p, size_t n, uint32_t seed) {
   }
 }
 
-int main() {
-  const int64_t rows = 64000, cols = 250, n = rows * cols;
+constexpr int kVariants = 5;
+const char* kNames[kVariants] = {"production", "aligned body", "body, loads 1st",
+                                 "body, run-time log", "copy"};
+
+// body vectors a lane: 1 up to 32 of them (256 halves), else 2 (512)
+template <int kBodyVecs>
+void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
+  const int64_t n = rows * cols;
   const size_t bytes = n * sizeof(T);
   const int sets = int((512ull << 20) / (2 * bytes));
   std::vector<T*> xs(sets), ys(sets);
@@ -119,34 +151,29 @@ int main() {
     CHECK_CUDA(cudaMalloc(&ys[k], bytes));
     fill<<<1024, 256>>>(xs[k], n, 7 + k);
   }
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const dim3 grid(unsigned((rows + 3) / 4));
-  auto production = [&](T* y, T* x) {  // what launch_softmax runs at 250 keys: 4-byte vectors
+  auto launch = [&](int k, T* y, T* x) {
     SoftmaxDst<T> d{y, rows, cols, false};
     SoftmaxArgs<T> a{y, x, rows, cols, cols, false};
-    softmax_rows_kernel<DenseRow<T, 2>, T, 2, 32, 4, 128><<<grid, 128, 0, s>>>(d, a);
-  };
-  auto aligned_body = [&](T* y, T* x) {  // a warp per row, one body vector a lane
-    SoftmaxDst<T> d{y, rows, cols, false};
-    SoftmaxArgs<T> a{y, x, rows, cols, cols, false};
-    softmax_aligned_body_kernel<32, 1><<<grid, 128, 0, s>>>(d, a);
-  };
-  auto aligned_body_16 = [&](T* y, T* x) {  // half a warp per row, two body vectors a lane
-    SoftmaxDst<T> d{y, rows, cols, false};
-    SoftmaxArgs<T> a{y, x, rows, cols, cols, false};
-    softmax_aligned_body_kernel<16, 2><<<unsigned((rows + 7) / 8), 128, 0, s>>>(d, a);
-  };
-  auto copy = [&](T* y, T* x) {
-    CHECK_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s));
+    if (k == 0) {
+      CHECK_CUDA(launch_softmax<T>(a, s));  // the library's choice
+    } else if (k == 1) {
+      probe_aligned_body_kernel<32, kBodyVecs, false, false><<<grid, 128, 0, s>>>(d, a);
+    } else if (k == 2) {
+      probe_aligned_body_kernel<32, kBodyVecs, true, false><<<grid, 128, 0, s>>>(d, a);
+    } else if (k == 3) {
+      probe_aligned_body_kernel<32, kBodyVecs, false, true><<<grid, 128, 0, s>>>(d, a);
+    } else {
+      CHECK_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s));
+    }
   };
 
   // Check each kernel against float64 on 512 rows (the first 256 and the last 256).
   std::vector<T> hx(n), hy(n);
   CHECK_CUDA(cudaMemcpy(hx.data(), xs[0], bytes, cudaMemcpyDeviceToHost));
-  auto check = [&](const char* name, auto launch) {
+  for (int k = 0; k + 1 < kVariants; ++k) {
     CHECK_CUDA(cudaMemsetAsync(ys[0], 0xff, bytes, s));  // NaN poison
-    launch(ys[0], xs[0]);
+    launch(k, ys[0], xs[0]);
     CHECK_CUDA(cudaStreamSynchronize(s));
     CHECK_CUDA(cudaMemcpy(hy.data(), ys[0], bytes, cudaMemcpyDeviceToHost));
     double worst = 0;
@@ -161,28 +188,20 @@ int main() {
         if (!(err <= worst)) worst = err;  // NaN sticks
       }
     }
-    printf("%-14s check: worst |err| / (1e-3 + ref) = %.3g%s\n", name, worst,
-           worst < 2e-2 ? "" : "  FAILED");
-  };
-  check("production", production);
-  check("aligned body", aligned_body);
-  check("aligned b. 16", aligned_body_16);
+    printf("%s %lldx%lld %-18s check: worst |err| / (1e-3 + ref) = %.3g%s\n", kDtype,
+           (long long)rows, (long long)cols, kNames[k], worst, worst < 2e-2 ? "" : "  FAILED");
+  }
 
-  // Graphs of 64 launches over the rotating sets; medians of 30 replays, the three interleaved.
-  auto graph = [&](auto launch) {
+  // Graphs of 64 launches over the rotating sets; medians of 30 replays, the variants interleaved.
+  cudaGraphExec_t graphs[kVariants];
+  for (int k = 0; k < kVariants; ++k) {
     cudaGraph_t g;
-    cudaGraphExec_t e;
     CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int l = 0; l < 64; ++l) launch(ys[l % sets], xs[l % sets]);
+    for (int l = 0; l < 64; ++l) launch(k, ys[l % sets], xs[l % sets]);
     CHECK_CUDA(cudaStreamEndCapture(s, &g));
-    CHECK_CUDA(cudaGraphInstantiate(&e, g, 0));
-    return e;
-  };
-  constexpr int kVariants = 4;
-  cudaGraphExec_t graphs[kVariants] = {graph(production), graph(aligned_body),
-                                       graph(aligned_body_16), graph(copy)};
-  const char* names[kVariants] = {"production", "aligned body", "aligned b. 16", "copy"};
-  std::vector<float> t[kVariants];
+    CHECK_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
+  }
+  std::vector<float> t[kVariants], single[kVariants];
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -197,34 +216,17 @@ int main() {
       if (rep >= 5) t[k].push_back(ms * 1000 / 64);
     }
   }
-  float med[kVariants];
-  for (int k = 0; k < kVariants; ++k) {
-    std::sort(t[k].begin(), t[k].end());
-    med[k] = t[k][t[k].size() / 2];
-  }
-  for (int k = 0; k < kVariants; ++k) {  // the copy is cudaMemcpyAsync, slower than the kernels
-    printf("%s %lldx%lld %-14s %7.2f us  %.2fx production's time, %5.1f%% of 4.26 TB/s\n",
-           kDtype, (long long)rows, (long long)cols, names[k], med[k], med[0] / med[k],
-           100 * 2.0 * bytes / (med[k] * 1e-6) / 4.26e12);
-  }
-
   // As `oasr bench` times calls over 20 us: events around one call, queued behind a 1 ms spin,
   // the inputs rotating and one output buffer for every call (the caching allocator hands an
-  // eager op the block its previous output freed). In session 17 the bench's op took 24.2-24.4 us
-  // with either kernel, where the graph replays above gave 22.2 against 19.9.
-  std::vector<float> single[kVariants];
+  // eager op the block its previous output freed).
   for (int rep = 0; rep < 35; ++rep) {
     spin<<<1, 1, 0, s>>>(1000000);
     cudaEvent_t b[kVariants], f[kVariants];
     for (int k = 0; k < kVariants; ++k) {
       cudaEventCreate(&b[k]);
       cudaEventCreate(&f[k]);
-      T* x = xs[(rep * kVariants + k) % sets];
       CHECK_CUDA(cudaEventRecord(b[k], s));
-      if (k == 0) production(ys[0], x);
-      if (k == 1) aligned_body(ys[0], x);
-      if (k == 2) aligned_body_16(ys[0], x);
-      if (k == 3) copy(ys[0], x);
+      launch(k, ys[0], xs[(rep * kVariants + k) % sets]);
       CHECK_CUDA(cudaEventRecord(f[k], s));
     }
     CHECK_CUDA(cudaStreamSynchronize(s));
@@ -236,10 +238,30 @@ int main() {
       cudaEventDestroy(f[k]);
     }
   }
+  auto median = [](std::vector<float>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const float base = median(t[0]);
   for (int k = 0; k < kVariants; ++k) {
-    std::sort(single[k].begin(), single[k].end());
-    printf("%s %lldx%lld %-14s %7.2f us  one call between events, one output buffer\n", kDtype,
-           (long long)rows, (long long)cols, names[k], single[k][single[k].size() / 2]);
+    const float g = median(t[k]);
+    printf("%s %lldx%lld %-18s graph %7.2f us (%.2fx production's time, %4.1f%% of 4.26 TB/s), "
+           "one call %7.2f us\n",
+           kDtype, (long long)rows, (long long)cols, kNames[k], g, g / base,
+           100 * 2.0 * bytes / (g * 1e-6) / 4.26e12, median(single[k]));
   }
+  for (int k = 0; k < kVariants; ++k) CHECK_CUDA(cudaGraphExecDestroy(graphs[k]));
+  for (int k = 0; k < sets; ++k) {
+    CHECK_CUDA(cudaFree(xs[k]));
+    CHECK_CUDA(cudaFree(ys[k]));
+  }
+}
+
+int main() {
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  run_shape<1>(64000, 250, s);
+  run_shape<1>(63492, 252, s);
+  run_shape<2>(32000, 500, s);
   return 0;
 }
