@@ -8,6 +8,9 @@
 //                   A row with no finite z is all zeros, never NaN. Plain softmax keeps torch's
 //                   answer for a row of -inf (NaN).
 //
+// log_softmax is a template parameter of every kernel: chosen per value at run time it cost the
+// aligned-body kernel its whole gain (below).
+//
 // exp(x - m) is exp2((x - m) * log2e) with the hardware exp2. x - m is exact for the values that
 // matter (Sterbenz), so the row's maximum gives exactly 1, as torch: folding m * log2e into one
 // FFMA instead left its rounding in every term, which cancels in e / s but not in log(s).
@@ -193,7 +196,8 @@ OASR_DEVICE void store_values(T* ptr, const float (&values)[N]) {
 // ---------------------------------------------------------------------------------------------
 // Register-resident rows: kGroupThreads threads per row, kVecs vectors of N per thread.
 
-template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads>
+template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads,
+          bool kLog>
 __global__ void __launch_bounds__(kBlockThreads)
     softmax_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
   static_assert(kBlockThreads % kGroupThreads == 0, "whole rows per block");
@@ -225,7 +229,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const float shift = softmax_shift<Row::kMasked>(row_max);
 
   float thread_sum = 0.0f;
-  if (dst.log_output) {
+  if constexpr (kLog) {
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
@@ -246,15 +250,14 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (row_valid) {
     T* out_row = dst.out + row * dst.cols;
     const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
-    const float log_sum = dst.log_output ? logf(row_sum) : 0.0f;
+    const float log_sum = kLog ? logf(row_sum) : 0.0f;
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
       const int col = (j * kGroupThreads + lane) * N;
       if (col < dst.cols) {
 #pragma unroll
         for (int i = 0; i < N; ++i) {
-          values[j][i] = dst.log_output ? (values[j][i] - shift) - log_sum
-                                        : values[j][i] * inv_sum;
+          values[j][i] = kLog ? (values[j][i] - shift) - log_sum : values[j][i] * inv_sum;
         }
         store_values<T, N>(out_row + col, values[j]);
       }
@@ -337,7 +340,7 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
 // ---------------------------------------------------------------------------------------------
 // Rows past the register capacity: a block per row, an online (max, sum) pass, then the write.
 
-template <typename Row, typename T, int N>
+template <typename Row, typename T, int N, bool kLog>
 __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
     softmax_long_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
   constexpr float kNegInf = -__builtin_huge_valf();
@@ -368,7 +371,7 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
 
   const float shift = softmax_shift<Row::kMasked>(row_max);
   const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
-  const float log_sum = dst.log_output ? logf(row_sum) : 0.0f;
+  const float log_sum = kLog ? logf(row_sum) : 0.0f;
   T* out_row = dst.out + row * dst.cols;
   for (int64_t col = int64_t(threadIdx.x) * N; col < dst.cols;
        col += int64_t(kSoftmaxLongRowThreads) * N) {
@@ -376,7 +379,7 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
     src_row.load(col, values);
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      values[i] = dst.log_output ? (values[i] - shift) - log_sum
+      values[i] = kLog ? (values[i] - shift) - log_sum
                                  : exp2f((values[i] - shift) * kLog2e) * inv_sum;
     }
     store_values<T, N>(out_row + col, values);
@@ -393,8 +396,13 @@ cudaError_t launch_softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Pa
   const int64_t tiles = ceil_div<int64_t>(dst.rows, kRowsPerBlock);
   if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
   const dim3 grid(static_cast<unsigned>(tiles));
-  softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads>
-      <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+  if (!Row::kMasked && dst.log_output) {  // masked rows are never log_softmax
+    softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, !Row::kMasked>
+        <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+  } else {
+    softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, false>
+        <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+  }
   return cudaGetLastError();
 }
 
@@ -417,7 +425,13 @@ cudaError_t launch_softmax_block_rows(const SoftmaxDst<T>& dst, const typename R
   if constexpr (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs) {
     if (dst.rows > INT_MAX) return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(dst.rows));
-    softmax_long_rows_kernel<Row, T, N><<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
+    if (!Row::kMasked && dst.log_output) {
+      softmax_long_rows_kernel<Row, T, N, !Row::kMasked>
+          <<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
+    } else {
+      softmax_long_rows_kernel<Row, T, N, false>
+          <<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
+    }
     return cudaGetLastError();
   } else {
     if constexpr (kCapacity > int64_t(kWarpSize) * kMaxVecs) {
