@@ -29,18 +29,10 @@
 #include <vector>
 
 #include "oasr/norm/row_norm.cuh"
-#include "probe_dtype.h"
+#include "probe_util.cuh"
 
 using namespace oasr;
 using namespace oasr::norm;
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t err_ = (x);                                                        \
-    if (err_ != cudaSuccess) {                                                     \
-      printf("CUDA %s at line %d\n", cudaGetErrorString(err_), __LINE__);          \
-      exit(1);                                                                     \
-    }                                                                              \
-  } while (0)
 
 constexpr int kN = kVec128<T>;
 
@@ -135,31 +127,18 @@ __global__ void __launch_bounds__(128) layer_norm_probe_kernel(RowNormArgs<T> ar
   }
 }
 
-__global__ void fill(T* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = (uint32_t(i) * 2654435761u) ^ seed;
-    h ^= h >> 13; h *= 0x5bd1e995; h ^= h >> 15;
-    p[i] = from_float<T>((h & 0xffff) / 65536.0f * 8.0f - 3.0f);
-  }
-}
-
 template <int kItems>
 void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
   const int64_t n = rows * cols;
-  const size_t bytes = n * sizeof(T);
-  const int sets = int((512ull << 20) / (2 * bytes));
-  std::vector<T*> xs(sets), ys(sets);
-  for (int k = 0; k < sets; ++k) {
-    CHECK_CUDA(cudaMalloc(&xs[k], bytes));
-    CHECK_CUDA(cudaMalloc(&ys[k], bytes));
-    fill<<<1024, 256>>>(xs[k], n, 7 + k);
-  }
+  RotatingSets buffers(n, -3.0f);
+  const size_t bytes = buffers.bytes;
+  const std::vector<T*>& xs = buffers.xs;
+  const std::vector<T*>& ys = buffers.ys;
   T *w, *b;
   CHECK_CUDA(cudaMalloc(&w, cols * sizeof(T)));
   CHECK_CUDA(cudaMalloc(&b, cols * sizeof(T)));
-  fill<<<4, 256>>>(w, cols, 101);
-  fill<<<4, 256>>>(b, cols, 202);
+  fill<<<4, 256>>>(w, cols, 101, -3.0f);
+  fill<<<4, 256>>>(b, cols, 202, -3.0f);
   auto args_for = [&](T* y, T* x) {
     RowNormArgs<T> a;
     a.out = y, a.x = x, a.weight = w, a.beta = b;
@@ -235,44 +214,11 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
   };
   for (int k = 0; k + 1 < kVariants; ++k) check(names[k], [&](T* y, T* x) { launch(k, y, x); });
 
-  cudaGraphExec_t graphs[kVariants];
-  for (int k = 0; k < kVariants; ++k) {
-    cudaGraph_t g;
-    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int l = 0; l < 64; ++l) launch(k, ys[l % sets], xs[l % sets]);
-    CHECK_CUDA(cudaStreamEndCapture(s, &g));
-    CHECK_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
-  }
-  std::vector<float> t[kVariants];
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  for (int rep = 0; rep < 35; ++rep) {
-    for (int k = 0; k < kVariants; ++k) {
-      const int kk = rep % 2 ? kVariants - 1 - k : k;  // the order flips every round
-      CHECK_CUDA(cudaEventRecord(e0, s));
-      CHECK_CUDA(cudaGraphLaunch(graphs[kk], s));
-      CHECK_CUDA(cudaEventRecord(e1, s));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      if (rep >= 5) t[kk].push_back(ms * 1000 / 64);
-    }
-  }
-  float med[kVariants];
-  for (int k = 0; k < kVariants; ++k) {
-    std::sort(t[k].begin(), t[k].end());
-    med[k] = t[k][t[k].size() / 2];
-  }
+  const std::vector<float> med = graph_medians_us(kVariants, buffers, s, launch);
   for (int k = 0; k < kVariants; ++k) {
     printf("%s %lldx%lld %-14s %7.2f us  %.3fx production's time, %5.1f%% of 4.27 TB/s\n", kDtype,
            (long long)rows, (long long)cols, names[k], med[k], med[0] / med[k],
            100 * 2.0 * bytes / (med[k] * 1e-6) / 4.27e12);
-  }
-  for (int k = 0; k < kVariants; ++k) CHECK_CUDA(cudaGraphExecDestroy(graphs[k]));
-  for (int k = 0; k < sets; ++k) {
-    CHECK_CUDA(cudaFree(xs[k]));
-    CHECK_CUDA(cudaFree(ys[k]));
   }
   CHECK_CUDA(cudaFree(w));
   CHECK_CUDA(cudaFree(b));

@@ -25,17 +25,9 @@
 #include <vector>
 
 #include "oasr/common/softmax.cuh"
-#include "probe_dtype.h"
+#include "probe_util.cuh"
 
 using namespace oasr;
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t err_ = (x);                                                        \
-    if (err_ != cudaSuccess) {                                                     \
-      printf("CUDA %s at line %d\n", cudaGetErrorString(err_), __LINE__);          \
-      exit(1);                                                                     \
-    }                                                                              \
-  } while (0)
 
 constexpr int kN = kVec128<T>;  // values in a 16-byte vector
 
@@ -119,22 +111,6 @@ __global__ void __launch_bounds__(128) probe_aligned_body_kernel(SoftmaxDst<T> d
   }
 }
 
-// Keeps the GPU busy for `ns`, so that the launches after it queue and events time GPU work only.
-__global__ void spin(long long ns) {
-  const long long start = clock64();
-  while (clock64() - start < ns * 2) {
-  }
-}
-
-__global__ void fill(T* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = (uint32_t(i) * 2654435761u) ^ seed;
-    h ^= h >> 13; h *= 0x5bd1e995; h ^= h >> 15;
-    p[i] = from_float<T>((h & 0xffff) / 65536.0f * 8.0f - 4.0f);
-  }
-}
-
 constexpr int kVariants = 5;
 const char* kNames[kVariants] = {"production", "aligned body", "body, loads 1st",
                                  "body, run-time log", "copy"};
@@ -143,14 +119,11 @@ const char* kNames[kVariants] = {"production", "aligned body", "body, loads 1st"
 template <int kBodyVecs>
 void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
   const int64_t n = rows * cols;
-  const size_t bytes = n * sizeof(T);
-  const int sets = int((512ull << 20) / (2 * bytes));
-  std::vector<T*> xs(sets), ys(sets);
-  for (int k = 0; k < sets; ++k) {
-    CHECK_CUDA(cudaMalloc(&xs[k], bytes));
-    CHECK_CUDA(cudaMalloc(&ys[k], bytes));
-    fill<<<1024, 256>>>(xs[k], n, 7 + k);
-  }
+  RotatingSets buffers(n, -4.0f);
+  const size_t bytes = buffers.bytes;
+  const int sets = buffers.sets;
+  const std::vector<T*>& xs = buffers.xs;
+  const std::vector<T*>& ys = buffers.ys;
   const dim3 grid(unsigned((rows + 3) / 4));
   auto launch = [&](int k, T* y, T* x) {
     SoftmaxDst<T> d{y, rows, cols, false};
@@ -192,30 +165,8 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
            (long long)rows, (long long)cols, kNames[k], worst, worst < 2e-2 ? "" : "  FAILED");
   }
 
-  // Graphs of 64 launches over the rotating sets; medians of 30 replays, the variants interleaved.
-  cudaGraphExec_t graphs[kVariants];
-  for (int k = 0; k < kVariants; ++k) {
-    cudaGraph_t g;
-    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int l = 0; l < 64; ++l) launch(k, ys[l % sets], xs[l % sets]);
-    CHECK_CUDA(cudaStreamEndCapture(s, &g));
-    CHECK_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
-  }
-  std::vector<float> t[kVariants], single[kVariants];
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  for (int rep = 0; rep < 35; ++rep) {
-    for (int k = 0; k < kVariants; ++k) {
-      CHECK_CUDA(cudaEventRecord(e0, s));
-      CHECK_CUDA(cudaGraphLaunch(graphs[k], s));
-      CHECK_CUDA(cudaEventRecord(e1, s));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      if (rep >= 5) t[k].push_back(ms * 1000 / 64);
-    }
-  }
+  const std::vector<float> graph = graph_medians_us(kVariants, buffers, s, launch);
+  std::vector<float> single[kVariants];
   // As `oasr bench` times calls over 20 us: events around one call, queued behind a 1 ms spin,
   // the inputs rotating and one output buffer for every call (the caching allocator hands an
   // eager op the block its previous output freed).
@@ -242,18 +193,12 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  const float base = median(t[0]);
   for (int k = 0; k < kVariants; ++k) {
-    const float g = median(t[k]);
+    const float g = graph[k];
     printf("%s %lldx%lld %-18s graph %7.2f us (%.2fx production's time, %4.1f%% of 4.26 TB/s), "
            "one call %7.2f us\n",
-           kDtype, (long long)rows, (long long)cols, kNames[k], g, g / base,
+           kDtype, (long long)rows, (long long)cols, kNames[k], g, g / graph[0],
            100 * 2.0 * bytes / (g * 1e-6) / 4.26e12, median(single[k]));
-  }
-  for (int k = 0; k < kVariants; ++k) CHECK_CUDA(cudaGraphExecDestroy(graphs[k]));
-  for (int k = 0; k < sets; ++k) {
-    CHECK_CUDA(cudaFree(xs[k]));
-    CHECK_CUDA(cudaFree(ys[k]));
   }
 }
 
