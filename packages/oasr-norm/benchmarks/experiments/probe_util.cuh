@@ -64,16 +64,20 @@ struct RotatingSets {
 
 // Per variant k, the median us per launch of 30 replays (after 5 warm-up rounds) of a CUDA graph
 // of 64 launches launch(k, y, x) over the rotating sets; the variants interleaved, their order
-// flipped every round.
+// flipped every round. one_output: every launch writes ys[0], as an eager op does whose output
+// block the caching allocator hands back call after call (and, if the allocator reuses freed
+// blocks inside a capture, the bench's captured calls).
 template <typename Launch>
 std::vector<float> graph_medians_us(int variants, const RotatingSets& sets, cudaStream_t s,
-                                    Launch launch) {
+                                    Launch launch, bool one_output = false) {
   constexpr int kLaunches = 64;
   std::vector<cudaGraphExec_t> graphs(variants);
   for (int k = 0; k < variants; ++k) {
     cudaGraph_t g;
     CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int l = 0; l < kLaunches; ++l) launch(k, sets.ys[l % sets.sets], sets.xs[l % sets.sets]);
+    for (int l = 0; l < kLaunches; ++l) {
+      launch(k, sets.ys[one_output ? 0 : l % sets.sets], sets.xs[l % sets.sets]);
+    }
     CHECK_CUDA(cudaStreamEndCapture(s, &g));
     CHECK_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
     CHECK_CUDA(cudaGraphDestroy(g));
