@@ -396,13 +396,15 @@ cudaError_t launch_softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Pa
   const int64_t tiles = ceil_div<int64_t>(dst.rows, kRowsPerBlock);
   if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
   const dim3 grid(static_cast<unsigned>(tiles));
-  if (!Row::kMasked && dst.log_output) {  // masked rows are never log_softmax
-    softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, !Row::kMasked>
-        <<<grid, kBlockThreads, 0, stream>>>(dst, src);
-  } else {
-    softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, false>
-        <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+  if constexpr (!Row::kMasked) {  // masked rows are never log_softmax
+    if (dst.log_output) {
+      softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, true>
+          <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+      return cudaGetLastError();
+    }
   }
+  softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, false>
+      <<<grid, kBlockThreads, 0, stream>>>(dst, src);
   return cudaGetLastError();
 }
 
@@ -425,13 +427,15 @@ cudaError_t launch_softmax_block_rows(const SoftmaxDst<T>& dst, const typename R
   if constexpr (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs) {
     if (dst.rows > INT_MAX) return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(dst.rows));
-    if (!Row::kMasked && dst.log_output) {
-      softmax_long_rows_kernel<Row, T, N, !Row::kMasked>
-          <<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
-    } else {
-      softmax_long_rows_kernel<Row, T, N, false>
-          <<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
+    if constexpr (!Row::kMasked) {
+      if (dst.log_output) {
+        softmax_long_rows_kernel<Row, T, N, true>
+            <<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
+        return cudaGetLastError();
+      }
     }
+    softmax_long_rows_kernel<Row, T, N, false>
+        <<<grid, kSoftmaxLongRowThreads, 0, stream>>>(dst, src);
     return cudaGetLastError();
   } else {
     if constexpr (kCapacity > int64_t(kWarpSize) * kMaxVecs) {
@@ -482,9 +486,10 @@ cudaError_t launch_softmax_by_width(const SoftmaxDst<T>& dst, const typename Row
 // warp), x's and out's rows at the same offset mod 16 bytes. cudaErrorNotSupported where not.
 template <typename T>
 cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t stream) {
+  static_assert(sizeof(T) == 2, "the aligned body reads 16-bit rows");
   constexpr int kN = kVec128<T>;
   const auto offset = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; };
-  if (sizeof(T) != 2 || a.cols < 65 || a.cols > kWarpSize * kN || offset(a.x) != offset(a.out) ||
+  if (a.cols < 65 || a.cols > kWarpSize * kN || offset(a.x) != offset(a.out) ||
       (a.rows > 1 && (a.x_stride - a.cols) % kN != 0)) {
     return cudaErrorNotSupported;
   }
