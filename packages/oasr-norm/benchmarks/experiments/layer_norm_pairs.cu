@@ -8,17 +8,21 @@
 // 512 halves (1 or 2 16-byte vectors a lane), warps of 32 lanes, 4 warps a block:
 //   production   row_norm_registers_kernel as the library launches it (two rows a warp)
 //   mirror       this file's kernel in the production's shape (it should time the same)
-//   prefetch     + `prefetch.global.L1` of the bias with the row loads (no registers)
 //   early bias   the bias loaded into registers with the rows
-//   4 rows, 2x2  four rows a warp, all loaded first, normalized and stored two at a time
-//   4 rows, 1x4  four rows a warp, one butterfly for all four
+//   chan         one butterfly for the statistics: each lane's own mean and sum of squared
+//                deviations, merged pairwise (Chan et al.), instead of a butterfly for the
+//                mean and a second for the squares (session 20)
+//   chan + bias  both
+//   chan, 4 rows four rows a warp, all statistics in one butterfly
 //   copy         cudaMemcpyAsync of the same bytes
+// (Session 19 also ran a `prefetch.global.L1` of the bias and four rows a warp with two
+// butterflies; their times are in the answer below.)
 // Each variant is checked against a float64 LayerNorm of 512 rows, then timed as CUDA graphs of
 // 64 launches over rotating inputs (past L2), medians of 30 replays, the variants interleaved;
-// then again with every launch writing one output buffer, as calls whose output block is reused
-// do (added after the session-19 run below, not yet run: the bench timed the production kernel
-// at 5.70 us where this probe's rotating outputs gave 6.29; one output may be the difference).
-// -DDTYPE=0 half, 1 bf16; the build line is in README.md.
+// then again with every launch writing one output buffer, as the bench's calls do (their output
+// block comes back from the caching allocator call after call).
+// -DDTYPE=0 half, 1 bf16; the build line is in README.md. To time a header change, build twice,
+// the second time with -I<dir holding the old oasr/norm/row_norm.cuh> first.
 //
 // Answer (H200, session 19): at 8000 x 512 fp16 production 6.29 us, mirror 6.11 (the production
 // kernel's per-element `weight ? w : 1` is a branch per value; the mirror has none), early bias
@@ -26,6 +30,20 @@
 // rows 8.1-8.7, copy 5.75 (cudaMemcpyAsync). Both helpful changes in the library measured a
 // geomean 0.991 over the bench's 84 row-norm cases (8000 x 512 4-11% slower in every op), so
 // neither was kept: docs/perf/h200.md, "Why the misses".
+//
+// Session 20: with one output buffer the probe agrees with the bench (production 5.63 us at
+// 8000 x 512 in both dtypes; the bench 5.70): the rotating outputs were the session-19
+// disagreement. There the mirror takes 5.38-5.45 and chan 5.43-5.52, no faster than the mirror
+// (one butterfly saves less than the second reduction costs in this one-wave kernel); four rows
+// a warp stay slower. SASS (cuobjdump) showed what the library versions had lost: a weight or
+// bias loaded under a test of its pointer and merged as a Vec of 16-bit elements is unpacked
+// (PRMT) right after the load, so the warp waits on each load there. Loading it as four 32-bit
+// words into registers that already hold ones or zeros (row_norm.cuh's load_or) leaves a
+// predicated load and no wait: production 5.63 -> 5.32 us (bf16; 72% of 4.27 TB/s), 32000 x 512
+// 19.05 -> 18.57, in the bench layer_norm 8000 x 512 5.71 -> 5.54 (+ the bias with the rows
+// where a lane holds one vector: 32000 x 256 10.17 -> 9.44). Writing the absent values as
+// constant vectors read through a pointer select instead (a 16-byte ones / zeros array, step 0)
+// made ptxas split the kernel by the select and took production to 6.05 us.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,7 +58,7 @@ using namespace oasr::norm;
 constexpr int kN = kVec128<T>;
 
 // kRows rows a warp, all loaded first; normalized and stored kGroupRows at a time.
-template <int kItems, int kRows, int kGroupRows, bool kEarlyBias, bool kPrefetchBias>
+template <int kItems, int kRows, int kGroupRows, bool kEarlyBias, bool kChan>
 __global__ void __launch_bounds__(128) layer_norm_probe_kernel(RowNormArgs<T> args) {
   static_assert(kRows % kGroupRows == 0, "whole groups");
   const int lane = threadIdx.x % 32;
@@ -67,9 +85,6 @@ __global__ void __launch_bounds__(128) layer_norm_probe_kernel(RowNormArgs<T> ar
     if (!has(i)) continue;
     w[i].load(args.weight + column(i));
     if constexpr (kEarlyBias) b[i].load(args.beta + column(i));
-    if constexpr (kPrefetchBias) {
-      asm volatile("prefetch.global.L1 [%0];" ::"l"(args.beta + column(i)));
-    }
   }
 
 #pragma unroll
@@ -92,18 +107,44 @@ __global__ void __launch_bounds__(128) layer_norm_probe_kernel(RowNormArgs<T> ar
       }
       return total;
     };
+    if constexpr (kChan) {
+      // Each lane's mean and sum of squared deviations over its own values (every lane holds
+      // kItems * kN of them: full rows only), then one butterfly merging the pairs (Chan et al.):
+      // two groups of n values each merge to mean (ma + mb) / 2, M2a + M2b + (mb - ma)^2 n / 2.
+      // Every step is symmetric in a and b, so all lanes end with the same bits.
+      float n = float(kItems * kN);
 #pragma unroll
-    for (int q = 0; q < kGroupRows; ++q) {
-      mean[q] = thread_sum(g * kGroupRows + q, [](float x) { return x; });
-    }
-    warp_reduce_each<SumOp>(mean);
+      for (int q = 0; q < kGroupRows; ++q) {
+        mean[q] = thread_sum(g * kGroupRows + q, [](float x) { return x; }) * (1.0f / n);
+        const float m = mean[q];
+        sq[q] = thread_sum(g * kGroupRows + q, [m](float x) { return (x - m) * (x - m); });
+      }
 #pragma unroll
-    for (int q = 0; q < kGroupRows; ++q) {
-      mean[q] *= inv_cols;
-      const float m = mean[q];
-      sq[q] = thread_sum(g * kGroupRows + q, [m](float x) { return (x - m) * (x - m); });
+      for (int offset = 16; offset > 0; offset /= 2) {
+#pragma unroll
+        for (int q = 0; q < kGroupRows; ++q) {
+          const float mb = __shfl_xor_sync(0xffffffffu, mean[q], offset);
+          const float sb = __shfl_xor_sync(0xffffffffu, sq[q], offset);
+          const float d = mb - mean[q];
+          sq[q] = fmaf(d * d, 0.5f * n, sq[q] + sb);
+          mean[q] = 0.5f * (mean[q] + mb);
+        }
+        n *= 2.0f;
+      }
+    } else {
+#pragma unroll
+      for (int q = 0; q < kGroupRows; ++q) {
+        mean[q] = thread_sum(g * kGroupRows + q, [](float x) { return x; });
+      }
+      warp_reduce_each<SumOp>(mean);
+#pragma unroll
+      for (int q = 0; q < kGroupRows; ++q) {
+        mean[q] *= inv_cols;
+        const float m = mean[q];
+        sq[q] = thread_sum(g * kGroupRows + q, [m](float x) { return (x - m) * (x - m); });
+      }
+      warp_reduce_each<SumOp>(sq);
     }
-    warp_reduce_each<SumOp>(sq);
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       if (!has(i)) continue;
@@ -157,16 +198,16 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
   auto mirror = [&](T* y, T* x) {
     layer_norm_probe_kernel<kItems, 2, 2, false, false><<<blocks(2), 128, 0, s>>>(args_for(y, x));
   };
-  auto prefetch = [&](T* y, T* x) {
-    layer_norm_probe_kernel<kItems, 2, 2, false, true><<<blocks(2), 128, 0, s>>>(args_for(y, x));
-  };
   auto early_bias = [&](T* y, T* x) {
     layer_norm_probe_kernel<kItems, 2, 2, true, false><<<blocks(2), 128, 0, s>>>(args_for(y, x));
   };
-  auto four_by_two = [&](T* y, T* x) {
-    layer_norm_probe_kernel<kItems, 4, 2, false, true><<<blocks(4), 128, 0, s>>>(args_for(y, x));
+  auto chan = [&](T* y, T* x) {
+    layer_norm_probe_kernel<kItems, 2, 2, false, true><<<blocks(2), 128, 0, s>>>(args_for(y, x));
   };
-  auto four_in_one = [&](T* y, T* x) {
+  auto chan_early_bias = [&](T* y, T* x) {
+    layer_norm_probe_kernel<kItems, 2, 2, true, true><<<blocks(2), 128, 0, s>>>(args_for(y, x));
+  };
+  auto chan_four = [&](T* y, T* x) {
     layer_norm_probe_kernel<kItems, 4, 4, false, true><<<blocks(4), 128, 0, s>>>(args_for(y, x));
   };
   auto copy = [&](T* y, T* x) {
@@ -202,16 +243,16 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
            (long long)rows, (long long)cols, name, worst, worst < 2e-2 ? "" : "  FAILED");
   };
   constexpr int kVariants = 7;
-  const char* names[kVariants] = {"production", "mirror",      "prefetch", "early bias",
-                                  "4 rows, 2x2", "4 rows, 1x4", "copy"};
+  const char* names[kVariants] = {"production", "mirror", "early bias", "chan",
+                                  "chan + bias", "chan, 4 rows", "copy"};
   auto launch = [&](int k, T* y, T* x) {
     switch (k) {
       case 0: production(y, x); break;
       case 1: mirror(y, x); break;
-      case 2: prefetch(y, x); break;
-      case 3: early_bias(y, x); break;
-      case 4: four_by_two(y, x); break;
-      case 5: four_in_one(y, x); break;
+      case 2: early_bias(y, x); break;
+      case 3: chan(y, x); break;
+      case 4: chan_early_bias(y, x); break;
+      case 5: chan_four(y, x); break;
       default: copy(y, x);
     }
   };

@@ -95,6 +95,28 @@ OASR_DEVICE void write_activated(Activation activation, F&& write) {
   }
 }
 
+// A weight or beta vector of the register-resident kernel: loaded where `ok` (the op has one and
+// the column is in the row), else `identity` (T's ones, or zeros, as 32-bit words). The vector is
+// loaded and merged as four 32-bit words, so ptxas writes a predicated load into registers that
+// already hold the identity and nothing waits on the load before the value's first use. Merged
+// as a Vec<T, N> of 16-bit elements, the load was unpacked element by element at once, a stall
+// on each one (layer_norm 8000 x 512: benchmarks/experiments/layer_norm_pairs.cu, session 20).
+template <typename T, int N>
+OASR_DEVICE Vec<T, N> load_or(const T* base, int64_t offset, bool ok, uint32_t identity) {
+  static_assert(sizeof(Vec<T, N>) == sizeof(uint4), "128-bit vectors");
+  uint4 bits = make_uint4(identity, identity, identity, identity);
+  if (ok) bits = *reinterpret_cast<const uint4*>(base + offset);
+  Vec<T, N> v;
+  memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
+// 1 in T, twice or once in a 32-bit word.
+template <typename T>
+constexpr uint32_t kOneBits = std::is_same_v<T, float>  ? 0x3F800000u
+                              : std::is_same_v<T, half> ? 0x3C003C00u
+                                                        : 0x3F803F80u;  // bfloat16
+
 // The per-row scale from the row statistic (mean of squares of the deviations).
 template <RowNormKind kKind>
 OASR_DEVICE float row_scale(float mean_sq, float eps, const float bias_norm_gain) {
@@ -160,17 +182,27 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
   }
   // The weight and bias are loaded with the rows, so that their L2 round trip does not follow
   // the statistics. A warp with two rows holds the weight in registers: one load serves both
-  // rows (rms_norm 32000 x 512: 20.4 -> 17.2 us); the bias too would cost registers (layer_norm
-  // 8000 x 512 got slower). Wider rows, a warp each, would pay for either in registers: there
-  // the block's warps stage one copy of both in shared memory (layer_norm 8000 x 1024: 10.3 ->
-  // 9.0 us; ptxas had hoisted the store loop's weight and bias loads, 48 registers against 40).
-  // The fused-add kernels keep their loads in the store loop: staged, they measured no faster.
-  constexpr bool kEarlyWeight = R > 1;
-  Vec<T, N> early_w[kEarlyWeight ? kItems : 1];
-  if (kEarlyWeight && args.weight) {
+  // rows (rms_norm 32000 x 512: 20.4 -> 17.2 us); the bias too where a lane holds one vector of
+  // a row (at two, it cost more in registers than it saved: layer_norm 8000 x 512 got slower).
+  // Wider rows, a warp each, would pay for either in registers: there the block's warps stage
+  // one copy of both in shared memory (layer_norm 8000 x 1024: 10.3 -> 9.0 us; ptxas had hoisted
+  // the store loop's weight and bias loads, 48 registers against 40). The fused-add kernels keep
+  // their loads in the store loop: staged, they measured no faster. An absent weight or bias is
+  // read as ones or zeros (detail::load_or).
+  constexpr bool kWeighted = kKind != RowNormKind::kBias;  // BiasNorm has no weight
+  constexpr bool kShifted = kKind == RowNormKind::kLayer;  // only LayerNorm has a beta
+  constexpr bool kEarlyWeight = R > 1 && kWeighted;
+  constexpr bool kEarlyBeta = R > 1 && kItems == 1 && kShifted;
+  Vec<T, N> early_w[kEarlyWeight ? kItems : 1], early_b[kEarlyBeta ? kItems : 1];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      if (column(i) < cols) early_w[i].load(args.weight + column(i));
+  for (int i = 0; i < kItems; ++i) {
+    const bool in_row = column(i) < cols;
+    if constexpr (kEarlyWeight) {
+      early_w[i] = detail::load_or<T, N>(args.weight, column(i), args.weight && in_row,
+                                         detail::kOneBits<T>);
+    }
+    if constexpr (kEarlyBeta) {
+      early_b[i] = detail::load_or<T, N>(args.beta, column(i), args.beta && in_row, 0u);
     }
   }
   constexpr int kStaged = kStage ? kThreadsPerRow * kItems : 1;  // 128-bit vectors of a row
@@ -178,8 +210,13 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
   if constexpr (kStage) {
     constexpr int kBlockThreads = kThreadsPerRow * kGroupsPerBlock<kThreadsPerRow>;
     for (int k = threadIdx.x; k < kStaged && int64_t(k) * N < cols; k += kBlockThreads) {
-      if (args.weight) smem_weight[k].load(args.weight + int64_t(k) * N);
-      if (args.beta) smem_beta[k].load(args.beta + int64_t(k) * N);
+      if constexpr (kWeighted) {
+        smem_weight[k] = detail::load_or<T, N>(args.weight, int64_t(k) * N, args.weight,
+                                               detail::kOneBits<T>);
+      }
+      if constexpr (kShifted) {
+        smem_beta[k] = detail::load_or<T, N>(args.beta, int64_t(k) * N, args.beta, 0u);
+      }
     }
   }
   if constexpr (kAdd) {
@@ -264,15 +301,17 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
       Vec<T, N> w, b;
       if constexpr (kEarlyWeight) {
         w = early_w[i];
-      } else if constexpr (kStage) {
+      } else if constexpr (kStage && kWeighted) {
         w = smem_weight[i * kThreadsPerRow + lane];
-      } else if (args.weight) {
-        w.load(args.weight + column(i));
+      } else if constexpr (kWeighted) {
+        w = detail::load_or<T, N>(args.weight, column(i), args.weight, detail::kOneBits<T>);
       }
-      if constexpr (kStage) {
+      if constexpr (kEarlyBeta) {
+        b = early_b[i];
+      } else if constexpr (kStage && kShifted) {
         b = smem_beta[i * kThreadsPerRow + lane];
-      } else if (args.beta) {
-        b.load(args.beta + column(i));
+      } else if constexpr (kShifted) {
+        b = detail::load_or<T, N>(args.beta, column(i), args.beta, 0u);
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
@@ -280,8 +319,8 @@ __global__ void __launch_bounds__(kThreadsPerRow * kGroupsPerBlock<kThreadsPerRo
         Vec<T, N> y;
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-          const float wj = args.weight ? to_float(w[j]) : 1.0f;
-          const float bj = args.beta ? to_float(b[j]) : 0.0f;
+          const float wj = kWeighted ? to_float(w[j]) : 1.0f;
+          const float bj = kShifted ? to_float(b[j]) : 0.0f;
           const float n =
               detail::normalize<kKind>(to_float(v[r][i][j]), mean[r], scale[r], wj, bj);
           y[j] = from_float<T>(activate<kAct>(n));
