@@ -47,6 +47,17 @@
 namespace oasr {
 
 constexpr float kLog2e = 1.44269504088896341f;
+
+// 2^x on the MUFU alone (ex2.approx.ftz): a result below 2^-126 (x < -126) is 0. exp2f keeps
+// those as subnormals with a range test and two predicated multiplies around the MUFU, four
+// instructions for one, and the short-row kernels are bound by instructions as much as by bytes
+// (softmax over 250 keys: 27 instructions a value). The rows' terms are exp(v - max) <= 1 and
+// their sums >= 1, so a flushed term changes an output by less than 2^-126.
+OASR_DEVICE float softmax_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 // Row values per thread held in registers: a warp holds 1024 values (attention rows up to
 // Tk = 1024), a 512-thread block 16384 (CTC vocabularies up to 16384). A 1024-thread block is
 // held to 64 registers, where ptxas spills 32 values: rows past 16384 take the two-pass kernel.
@@ -233,14 +244,14 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) thread_sum += exp2f((values[j][i] - shift) * kLog2e);
+      for (int i = 0; i < N; ++i) thread_sum += softmax_exp2((values[j][i] - shift) * kLog2e);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
       for (int i = 0; i < N; ++i) {
-        values[j][i] = exp2f((values[j][i] - shift) * kLog2e);
+        values[j][i] = softmax_exp2((values[j][i] - shift) * kLog2e);
         thread_sum += values[j][i];
       }
     }
@@ -313,7 +324,7 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   for (int i = 0; i < kN; ++i) thread_max = fmaxf(thread_max, values[i]);
   const float row_max = warp_reduce<MaxOp>(thread_max);
 
-  auto exp_of = [&](float v) { return exp2f((v - row_max) * kLog2e); };
+  auto exp_of = [&](float v) { return softmax_exp2((v - row_max) * kLog2e); };
   float thread_sum = exp_of(edge);
   if constexpr (!kLog) edge = exp_of(edge);
 #pragma unroll
@@ -358,15 +369,15 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
     for (int i = 0; i < N; ++i) {
       const float v = values[i];
       if (v > m) {
-        s = s * exp2f((m - v) * kLog2e) + 1.0f;
+        s = s * softmax_exp2((m - v) * kLog2e) + 1.0f;
         m = v;
       } else if (v != kNegInf) {
-        s += exp2f((v - m) * kLog2e);
+        s += softmax_exp2((v - m) * kLog2e);
       }
     }
   }
   const float row_max = block_reduce<MaxOp, kSoftmaxLongRowThreads>(m, smem_partials);
-  const float scaled_s = m == kNegInf ? 0.0f : s * exp2f((m - row_max) * kLog2e);
+  const float scaled_s = m == kNegInf ? 0.0f : s * softmax_exp2((m - row_max) * kLog2e);
   const float row_sum = block_reduce<SumOp, kSoftmaxLongRowThreads>(scaled_s, smem_partials);
 
   const float shift = softmax_shift<Row::kMasked>(row_max);
@@ -380,7 +391,7 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       values[i] = kLog ? (values[i] - shift) - log_sum
-                                 : exp2f((values[i] - shift) * kLog2e) * inv_sum;
+                                 : softmax_exp2((values[i] - shift) * kLog2e) * inv_sum;
     }
     store_values<T, N>(out_row + col, values);
   }
