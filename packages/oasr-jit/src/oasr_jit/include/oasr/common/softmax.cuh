@@ -51,13 +51,14 @@ constexpr float kLog2e = 1.44269504088896341f;
 // 2^x on the MUFU alone (ex2.approx.ftz): a result below 2^-126 (x < -126) is 0. exp2f keeps
 // those as subnormals with a range test and two predicated multiplies around the MUFU, four
 // instructions for one, and the short-row kernels are bound by instructions as much as by bytes
-// (softmax over 250 keys: 27 instructions a value). The rows' terms are exp(v - max) <= 1 and
-// their sums >= 1, so a flushed term changes an output by less than 2^-126.
+// (softmax over 250 keys: 27 instructions a value). A row's terms are exp(v - max) <= 1 and its
+// sum >= 1, so each flushed term moves the sum, and the outputs, by less than 2^-126 relative.
 OASR_DEVICE float softmax_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+
 // Row values per thread held in registers: a warp holds 1024 values (attention rows up to
 // Tk = 1024), a 512-thread block 16384 (CTC vocabularies up to 16384). A 1024-thread block is
 // held to 64 registers, where ptxas spills 32 values: rows past 16384 take the two-pass kernel.
