@@ -13,15 +13,16 @@
 // row's scores, with its word masked to what "absent" means (a bias word ANDed to +0, a mask
 // ORed to "keep", a padding mask ANDed to "not padded").
 //
-// Counted (sass_scan.py, fp16, rows of 250 keys): 552 instructions a warp-row against
+// Counted (sass_scan.py, fp16, rows of 250 keys): 544 instructions a warp-row against
 // production's 752, of which ~200 are the row's prologue (index division, 64-bit row offsets)
 // and ~35 each pair of values (four loads, the word masks, the 64-bit column test and the branch
 // around each pair). So expect ~25%, not the 2x that bytes would allow; the next cuts are a
 // 32-bit column test in softmax_rows_kernel and fewer rows' prologues per warp.
 //
 // The program checks both rows against a float64 masked softmax (first and last 64 rows), then
-// times them as CUDA graphs of 20 launches over 4 rotating input sets (192 MB, past L2),
-// medians of 15 rounds, interleaved. -DDTYPE=0 half, 1 bf16; the build line is in README.md.
+// times them with probe_util.cuh's graph_medians_us (graphs of 64 launches over scores and
+// outputs rotated past L2, each with its own bias; medians of 30 interleaved replays). -DDTYPE=0 half, 1 bf16; the build line is in README.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -45,27 +46,16 @@ struct MaskedPairRow {
   float scale;
 
   OASR_DEVICE MaskedPairRow(const Params& p, int64_t row) {
-    const MaskedSoftmaxArgs<TS, TS>& a = p.args;
-    const int64_t bh = p.by_q_len.div(row);
-    const int64_t q = row - bh * a.q_len;
-    const int64_t b = p.by_heads.div(bh);
-    const int64_t h = bh - b * a.heads;
-    scores = a.scores + b * a.scores_stride[0] + h * a.scores_stride[1] + q * a.scores_stride[2];
-    const TS* row_bias =
-        a.bias ? a.bias + b * a.bias_stride[0] + h * a.bias_stride[1] + q * a.bias_stride[2]
-               : scores;
-    const uint8_t* row_mask =
-        a.mask ? a.mask + b * a.mask_stride[0] + h * a.mask_stride[1] + q * a.mask_stride[2]
-               : reinterpret_cast<const uint8_t*>(scores);
-    const uint8_t* row_kpm = a.key_padding_mask ? a.key_padding_mask + b * a.kpm_stride[0]
-                                                : reinterpret_cast<const uint8_t*>(scores);
-    bias = reinterpret_cast<const uint32_t*>(row_bias);
-    mask = reinterpret_cast<const uint16_t*>(row_mask);
-    kpm = reinterpret_cast<const uint16_t*>(row_kpm);
-    bias_and = a.bias ? ~0u : 0u;
-    mask_or = a.mask ? 0u : 0x0101u;
-    kpm_and = a.key_padding_mask ? 0xffffu : 0u;
-    scale = a.scale;
+    const MaskedRow<TS, TS> r(p, row);  // the production row's offsets (null: absent)
+    scores = r.scores;
+    const uint8_t* row_scores = reinterpret_cast<const uint8_t*>(scores);
+    bias = reinterpret_cast<const uint32_t*>(r.bias ? r.bias : scores);
+    mask = reinterpret_cast<const uint16_t*>(r.mask ? r.mask : row_scores);
+    kpm = reinterpret_cast<const uint16_t*>(r.kpm ? r.kpm : row_scores);
+    bias_and = r.bias ? ~0u : 0u;
+    mask_or = r.mask ? 0u : 0x0101u;
+    kpm_and = r.kpm ? 0xffffu : 0u;
+    scale = r.scale;
   }
 
   OASR_DEVICE void load(int64_t k, float (&values)[2]) const {  // k even
@@ -103,21 +93,20 @@ __global__ void fill_padding(uint8_t* kpm, int batch, int tk) {
 
 void run_shape(int batch, int heads, int t, cudaStream_t s) {
   const int64_t rows = int64_t(batch) * heads * t, n = rows * t;
-  constexpr int kSets = 4;
-  T *scores[kSets], *bias[kSets], *out[kSets];
-  uint8_t* kpm;
-  for (int i = 0; i < kSets; ++i) {
-    CHECK_CUDA(cudaMalloc(&scores[i], n * sizeof(T)));
+  // scores (xs) and outputs (ys) rotate past L2; each set's bias is found by its scores
+  RotatingSets sets(n, -4.0f);
+  std::vector<T*> bias(sets.sets);
+  for (int i = 0; i < sets.sets; ++i) {
     CHECK_CUDA(cudaMalloc(&bias[i], n * sizeof(T)));
-    CHECK_CUDA(cudaMalloc(&out[i], n * sizeof(T)));
-    fill<<<1024, 256>>>(scores[i], n, 11 + i, -4.0f);
     fill<<<1024, 256>>>(bias[i], n, 31 + i, -4.0f);
   }
+  uint8_t* kpm;
   CHECK_CUDA(cudaMalloc(&kpm, batch * t));
   fill_padding<<<64, 256>>>(kpm, batch, t);
-  auto args_for = [&](int i) {
+  auto args_for = [&](T* out, T* scores) {
+    const int set = int(std::find(sets.xs.begin(), sets.xs.end(), scores) - sets.xs.begin());
     MaskedSoftmaxArgs<T, T> a{};
-    a.out = out[i], a.scores = scores[i], a.bias = bias[i], a.key_padding_mask = kpm;
+    a.out = out, a.scores = scores, a.bias = bias[set], a.key_padding_mask = kpm;
     a.batch = batch, a.heads = heads, a.q_len = t, a.k_len = t;
     a.scores_stride[0] = int64_t(heads) * t * t, a.scores_stride[1] = int64_t(t) * t;
     a.scores_stride[2] = t;
@@ -127,8 +116,8 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
     a.scale = 0.17677669529663687f;  // 1 / sqrt(32)
     return a;
   };
-  auto launch = [&](int variant, int i) {
-    const MaskedSoftmaxArgs<T, T> a = args_for(i);
+  auto launch = [&](int variant, T* out, T* scores) {
+    const MaskedSoftmaxArgs<T, T> a = args_for(out, scores);
     CHECK_CUDA(variant == 0 ? launch_masked_softmax(a, s) : launch_pairs(a, s));
   };
   const char* names[2] = {"production", "pairs"};
@@ -136,15 +125,15 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
   // float64 reference of the first and last 64 rows of set 0
   std::vector<T> hs(n), hb(n), ho(n);
   std::vector<uint8_t> hk(batch * t);
-  CHECK_CUDA(cudaMemcpy(hs.data(), scores[0], n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(hs.data(), sets.xs[0], n * sizeof(T), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(hb.data(), bias[0], n * sizeof(T), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(hk.data(), kpm, batch * t, cudaMemcpyDeviceToHost));
-  const float scale = args_for(0).scale;
+  const float scale = args_for(sets.ys[0], sets.xs[0]).scale;
   for (int v = 0; v < 2; ++v) {
-    CHECK_CUDA(cudaMemsetAsync(out[0], 0xff, n * sizeof(T), s));  // NaN poison
-    launch(v, 0);
+    CHECK_CUDA(cudaMemsetAsync(sets.ys[0], 0xff, n * sizeof(T), s));  // NaN poison
+    launch(v, sets.ys[0], sets.xs[0]);
     CHECK_CUDA(cudaStreamSynchronize(s));
-    CHECK_CUDA(cudaMemcpy(ho.data(), out[0], n * sizeof(T), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(ho.data(), sets.ys[0], n * sizeof(T), cudaMemcpyDeviceToHost));
     double worst = 0;
     for (int q = 0; q < 128; ++q) {
       const int64_t r = q < 64 ? q : rows - 128 + q;
@@ -166,44 +155,13 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
            names[v], worst, worst < 4e-3 ? "" : "  FAILED");
   }
 
-  // CUDA graphs of 20 launches over the rotating sets, medians of 15 interleaved rounds
-  cudaGraphExec_t graphs[2];
-  for (int v = 0; v < 2; ++v) {
-    cudaGraph_t g;
-    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int l = 0; l < 20; ++l) launch(v, l % kSets);
-    CHECK_CUDA(cudaStreamEndCapture(s, &g));
-    CHECK_CUDA(cudaGraphInstantiate(&graphs[v], g, 0));
-    CHECK_CUDA(cudaGraphDestroy(g));
-  }
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  std::vector<float> times[2];
-  for (int rep = 0; rep < 18; ++rep) {
-    for (int v = 0; v < 2; ++v) {
-      CHECK_CUDA(cudaEventRecord(e0, s));
-      CHECK_CUDA(cudaGraphLaunch(graphs[v], s));
-      CHECK_CUDA(cudaEventRecord(e1, s));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      float ms;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      if (rep >= 3) times[v].push_back(ms * 1000 / 20);
-    }
-  }
+  const std::vector<float> med = graph_medians_us(2, sets, s, launch);
   const double bytes = 3.0 * n * sizeof(T) + batch * t;  // scores, bias, out; the mask once
   for (int v = 0; v < 2; ++v) {
-    std::sort(times[v].begin(), times[v].end());
-    const float us = times[v][times[v].size() / 2];
     printf("%s %dx%dx%dx%d %-10s %7.2f us  %5.1f%% of 4.27 TB/s\n", kDtype, batch, heads, t, t,
-           names[v], us, 100 * bytes / (us * 1e-6) / 4.27e12);
-    CHECK_CUDA(cudaGraphExecDestroy(graphs[v]));
+           names[v], med[v], 100 * bytes / (med[v] * 1e-6) / 4.27e12);
   }
-  for (int i = 0; i < kSets; ++i) {
-    cudaFree(scores[i]);
-    cudaFree(bias[i]);
-    cudaFree(out[i]);
-  }
+  for (T* p : bias) cudaFree(p);
   cudaFree(kpm);
 }
 
