@@ -28,6 +28,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "oasr/common/softmax.cuh"  // softmax_exp2: MUFU.EX2 alone, -inf -> 0
 #include "oasr/common/types.h"
 #include "tvm_ffi_utils.h"
 
@@ -151,12 +152,6 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int 
       : "memory");
 }
 
-__device__ __forceinline__ float exp2_approx(float x) {  // MUFU.EX2 alone: -inf -> 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 struct HeadMaps {
   CUtensorMap a;  // A [M, K], box 64 x 64
   CUtensorMap b;  // B [V, K], box 256 x 64
@@ -258,8 +253,8 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
     const float shift = row_max[h] * kLog2e;  // exp(x - max) = 2^(x log2(e) - max log2(e))
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
-      row_sum[h] += exp2_approx(fmaf(acc[4 * j + 2 * h], kLog2e, -shift)) +
-                    exp2_approx(fmaf(acc[4 * j + 2 * h + 1], kLog2e, -shift));
+      row_sum[h] += oasr::softmax_exp2(fmaf(acc[4 * j + 2 * h], kLog2e, -shift)) +
+                    oasr::softmax_exp2(fmaf(acc[4 * j + 2 * h + 1], kLog2e, -shift));
     }
     row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
     row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
