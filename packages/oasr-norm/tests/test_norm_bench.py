@@ -64,6 +64,11 @@ def test_quick_is_a_small_subset():
         ("gelu bf16 32000x5120", 2 * 2 * 32000 * 5120),
         # scores and bias read, probabilities written, a bool per key
         ("masked_softmax fp16 32x4x250x250", 2 * 3 * 32 * 4 * 250 * 250 + 32 * 250),
+        # a relative-position window: its [H, Tq + Tk - 1] table read once
+        (
+            "masked_softmax bf16 32x4x250x250 window",
+            2 * (2 * 32 * 4 * 250 * 250 + 4 * 499) + 32 * 250,
+        ),
         # x read, out written, mean, var, weight, bias read
         ("batch_norm1d+swish fp16 32x250x512", 2 * (2 * 32 * 250 * 512 + 4 * 512)),
     ],

@@ -165,6 +165,9 @@ CASES = {
     "mask_slice3_broadcast_heads": dict(mask="slice3"),
     "key_padding": dict(kpm=True),
     "all": dict(bias="window", mask="slice2", kpm=True),
+    # unit steps over Tk: an even Tk takes two values a load (MaskedPairRow)
+    "mask_dense": dict(mask="dense"),
+    "all_dense": dict(bias="hqk", mask="dense", kpm=True),
 }
 
 
@@ -182,6 +185,9 @@ def _case(kind, batch, heads, q_len, k_len, dtype, bias_dtype=None):
         ds = 2 if kind["mask"] == "slice2" else 3
         mask = torch.rand(batch, 1, q_len, ds * k_len, device="cuda") > 0.3
         mask = mask[..., ::ds]
+    elif kind.get("mask") == "dense":
+        mask = torch.rand(batch, 1, q_len, k_len, device="cuda") > 0.3
+    if mask is not None:
         mask[0, 0, 0] = False  # a fully masked row: zeros
     if kind.get("kpm"):
         kpm = torch.zeros(batch, k_len, dtype=torch.bool, device="cuda")
@@ -191,10 +197,12 @@ def _case(kind, batch, heads, q_len, k_len, dtype, bias_dtype=None):
     return scores, bias, mask, kpm
 
 
-# Tk: 1; every register shape of the scalar kernel (groups of 4/8/16 lanes, a warp with 1..32
-# values a lane, blocks of 128..512); ASR key lengths 125/250/500/750/1500 (rows off 16 bytes);
-# past 16384 (the two-pass kernel).
-K_LENS = [1, 3, 5, 9, 17, 33, 65, 125, 129, 250, 257, 500, 513, 750, 1025, 1500, 4097, 8195, 17000]
+# Tk: 1; every register shape of the one-value row (odd Tk: groups of 4/8/16 lanes, a warp with
+# 1..32 values a lane, blocks of 128..512) and of the pair row (even Tk, where the layout allows:
+# 2, 10, 18, 34, 66 .. 4098); ASR key lengths 125/250/500/750/1500 (rows off 16 bytes); past
+# 16384 (the two-pass kernel).
+K_LENS = [1, 2, 3, 5, 9, 10, 17, 18, 33, 34, 65, 66, 125, 129, 250, 257, 500, 513, 750, 1025]
+K_LENS += [1026, 1500, 4097, 4098, 8195, 17000]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -216,8 +224,9 @@ def test_masked_matches_twin(kind, k_len, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_masked_float32_bias_and_rel_shift_view(dtype):
-    batch, heads, t = 2, 4, 125
+@pytest.mark.parametrize("t", [125, 250])  # the one-value row, the pair row
+def test_masked_float32_bias_and_rel_shift_view(t, dtype):
+    batch, heads = 2, 4
     scores, bias, mask, kpm = _case(CASES["all"], batch, heads, t, t, dtype, torch.float32)
     out = oasr_norm.masked_softmax(scores, bias, mask, kpm, scale=0.125)
     assert_close(out, twins.masked_softmax(scores, bias, mask, kpm, scale=0.125))
@@ -225,6 +234,50 @@ def test_masked_float32_bias_and_rel_shift_view(dtype):
     assert rel.stride(-2) == 2 * t - 1 and not rel.is_contiguous()
     out = oasr_norm.masked_softmax(scores, rel, key_padding_mask=kpm)
     assert_close(out, twins.masked_softmax(scores, rel, key_padding_mask=kpm))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_masked_pair_layouts_and_their_fallbacks(dtype):
+    """Tk even: two values a load where scores, out and the masks start their rows on a pair
+    (the bias anywhere); one of them an element off, or an odd row stride, the one-value row.
+    Same answers."""
+    batch, heads, t = 3, 2, 250
+    scores, bias, mask, kpm = _case(CASES["all_dense"], batch, heads, t, t, dtype)
+    f32_bias = _randn(heads, t, t, dtype=torch.float32)
+
+    def check(scores, bias, mask, kpm, out=None):
+        out = poison_(torch.empty_like(scores)) if out is None else poison_(out)
+        oasr_norm.masked_softmax(scores, bias, mask, kpm, scale=0.125, out=out)
+        assert_close(out, twins.masked_softmax(scores, bias, mask, kpm, scale=0.125))
+        assert (out[0, :, 0] == 0).all() and (out[-1] == 0).all()
+
+    def shifted(x):  # x's values one element into a buffer: rows start off a pair
+        buf = torch.empty(x.numel() + 1, dtype=x.dtype, device="cuda")
+        view = buf[1:].view(x.shape)
+        view.copy_(x)
+        return view
+
+    check(scores, bias, mask, kpm)  # pairs, all three operands
+    check(scores, f32_bias, mask, kpm)  # pairs, a float32 bias
+    check(scores, shifted(bias), mask, kpm)  # pairs: the bias is read by element
+    check(scores, shifted(f32_bias), mask, kpm)
+    check(scores, _rel_pos_window(batch, heads, t, t, dtype), mask, kpm)  # pairs
+    check(shifted(scores), bias, mask, kpm)
+    check(scores, bias, shifted(mask), kpm)
+    check(scores, bias, mask, shifted(kpm))
+    out = torch.empty(scores.numel() + 1, dtype=dtype, device="cuda")[1:].view(scores.shape)
+    check(scores, bias, mask, kpm, out=out)
+    # odd row strides (a [..., :Tk] slice of a wider buffer): the bias's (pairs), the mask's
+    wide_bias = _randn(heads, t, t + 1, dtype=dtype)[..., :t]
+    check(scores, wide_bias, mask, kpm)
+    wide_mask = torch.rand(batch, 1, t, t + 1, device="cuda")[..., :t] > 0.3
+    wide_mask[0, 0, 0] = False
+    check(scores, bias, wide_mask, kpm)
+    # in place over the pair row
+    s = scores.clone()
+    want = twins.masked_softmax(s, bias, mask, kpm, scale=0.125)
+    assert oasr_norm.masked_softmax(s, bias, mask, kpm, scale=0.125, out=s) is s
+    assert_close(s, want)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

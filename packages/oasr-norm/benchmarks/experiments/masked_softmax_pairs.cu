@@ -1,27 +1,32 @@
-// Experiment (session 20, written after the session's GPU time was spent: compiled and its
-// instructions counted, not yet run): can masked_softmax leave its instruction bound?
+// Experiment (sessions 20-21): can masked_softmax leave its instruction bound?
 //
-// The production masked row (softmax.cuh's MaskedRow) loads one value at a time from scores,
-// bias, mask and key_padding_mask through run-time steps over Tk, and tests each pointer for
-// null per value: 752 SASS instructions a warp-row of 256 keys, 94 a value (sass_scan.py). At
-// the bench's 32 x 4 x 250 x 250 that is 24M warp instructions, ~24 us at four a clock on every
-// SM, where its 48 MB take 11 us; the bench measures 36.6 us (31% of copy).
+// MaskedRow loads one value at a time from scores, bias, mask and key_padding_mask through
+// run-time steps over Tk, and tests each pointer for null per value: 752 SASS instructions a
+// warp-row of 256 keys, 94 a value (sass_scan.py). At the bench's 32 x 4 x 250 x 250 that is
+// 24M warp instructions, ~24 us at four a clock on every SM, where its 48 MB take 11 us; the
+// bench measured 36.6 us (31% of copy).
 //
-// MaskedPairRow here takes the common layout only: every operand present has a unit step over
-// Tk and rows that start on a pair of values (Tk even). Then a lane loads two values of each
-// operand as one word, and nothing tests a pointer per value: an absent operand points at the
-// row's scores, with its word masked to what "absent" means (a bias word ANDed to +0, a mask
-// ORed to "keep", a padding mask ANDed to "not padded").
+// MaskedPairRow (softmax.cuh, in the library since session 21) takes the common layout: every
+// operand present has a unit step over Tk, Tk is even, and the rows of all but the bias start on
+// a pair. A lane loads two values of each operand, the masks as one word, and nothing tests a
+// pointer per value: an absent operand points at the row's scores, masked to what "absent" means.
 //
-// Counted (sass_scan.py, fp16, rows of 250 keys): 544 instructions a warp-row against
-// production's 752, of which ~200 are the row's prologue (index division, 64-bit row offsets)
-// and ~35 each pair of values (four loads, the word masks, the 64-bit column test and the branch
-// around each pair). So expect ~25%, not the 2x that bytes would allow; the next cuts are a
-// 32-bit column test in softmax_rows_kernel and fewer rows' prologues per warp.
+// On the H200 (session 21, graph replays, with a key padding mask; us, fp16 / bf16 within 3%):
+//                      one-value  pairs, bias   pairs, bias   branch on the   unit-step
+//                      MaskedRow  by element    as words      bias's parity   one value
+//   32x4x250 dense        32.1       19.4          19.0          20.0           26.3
+//   8x4x500  dense        39.6       23.1          21.8          24.9           41.2
+//   32x4x250 window       29.2       17.8            -           18.3           23.9
+//   8x4x500  window       35.8       19.5            -           19.7           33.8
+// A window (bias[b, h, q, k] = P[h, q + k], Zipformer's and Conformer's relative positions)
+// starts its rows on odd elements, so the bias is read by element: 2-6% slower than words on a
+// dense bias, 1.6-1.8x faster than MaskedRow on a window. The one-value row without pointer
+// tests (for odd Tk) gains 1.2x at 250 keys and nothing at 500: not adopted.
 //
-// The program checks both rows against a float64 masked softmax (first and last 64 rows), then
+// The program checks every variant against a float64 masked softmax (first and last 64 rows), then
 // times them with probe_util.cuh's graph_medians_us (graphs of 64 launches over scores and
-// outputs rotated past L2, each with its own bias; medians of 30 interleaved replays). -DDTYPE=0 half, 1 bf16; the build line is in README.md.
+// outputs rotated past L2, each with its own bias; medians of 30 interleaved replays).
+// -DDTYPE=0 half, 1 bf16; the build line is in README.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -32,54 +37,64 @@
 
 using namespace oasr;
 
-template <typename TS>
-struct MaskedPairRow {
-  using Params = MaskedRowParams<TS, TS>;
-  static constexpr bool kMasked = true;
-  const TS* scores;
-  const uint32_t* bias;  // the row's bias as pairs, or the scores' words when absent
-  const uint16_t* mask;  // pairs of bytes, or the scores' when absent
-  const uint16_t* kpm;
-  uint32_t bias_and;  // ~0, or 0 without a bias
-  uint32_t mask_or;   // 0, or 0x0101 (keep both) without a mask
-  uint32_t kpm_and;   // 0xffff, or 0 (pad neither) without a key padding mask
-  float scale;
-
-  OASR_DEVICE MaskedPairRow(const Params& p, int64_t row) {
-    const MaskedRow<TS, TS> r(p, row);  // the production row's offsets (null: absent)
-    scores = r.scores;
-    const uint8_t* row_scores = reinterpret_cast<const uint8_t*>(scores);
-    bias = reinterpret_cast<const uint32_t*>(r.bias ? r.bias : scores);
-    mask = reinterpret_cast<const uint16_t*>(r.mask ? r.mask : row_scores);
-    kpm = reinterpret_cast<const uint16_t*>(r.kpm ? r.kpm : row_scores);
-    bias_and = r.bias ? ~0u : 0u;
-    mask_or = r.mask ? 0u : 0x0101u;
-    kpm_and = r.kpm ? 0xffffu : 0u;
-    scale = r.scale;
+// Variants of the pair row's bias load: always one word (what session 21 first ran: dense bias
+// only, a window starts rows on odd elements), or one word where the row starts on a pair and
+// else two elements (a branch uniform over the row).
+template <typename TS, bool kBranch>
+struct MaskedPairRowWords : MaskedPairRow<TS, TS> {
+  using Base = MaskedPairRow<TS, TS>;
+  bool bias_words;
+  OASR_DEVICE MaskedPairRowWords(const typename Base::Params& p, int64_t row) : Base(p, row) {
+    bias_words = !kBranch || is_vec_aligned<TS, 2>(this->bias);
   }
-
   OASR_DEVICE void load(int64_t k, float (&values)[2]) const {  // k even
     Vec<TS, 2> s, z;
-    s.load(scores + k);
-    const uint32_t bias_bits = bias[k / 2] & bias_and;
-    memcpy(&z, &bias_bits, sizeof(z));
-    const uint32_t keep = uint32_t(mask[k / 2]) | mask_or;
-    const uint32_t pad = uint32_t(kpm[k / 2]) & kpm_and;
+    s.load(this->scores + k);
+    if (bias_words) {
+      z.load(this->bias + k);
+    } else {
+      z[0] = this->bias[k];
+      z[1] = this->bias[k + 1];
+    }
+    uint32_t bits;
+    memcpy(&bits, &z, 4);
+    bits &= this->bias_and;
+    memcpy(&z, &bits, 4);
+    const uint32_t keep = uint32_t(this->mask[k / 2]) | this->mask_or;
+    const uint32_t pad = uint32_t(this->kpm[k / 2]) & this->kpm_and;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const float v = fmaf(to_float(s[i]), scale, to_float(z[i]));
+      const float v = fmaf(to_float(s[i]), this->scale, to_float(z[i]));
       const bool kept = ((keep >> (8 * i)) & 0xffu) != 0 && ((pad >> (8 * i)) & 0xffu) == 0;
       values[i] = kept ? v : -__builtin_huge_valf();
     }
   }
 };
 
-cudaError_t launch_pairs(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t stream) {
+// Variant: one value a load, but every operand present with a unit step over Tk and no pointer
+// test (absent operands read the row's scores, masked as in MaskedPairRow): any alignment, odd
+// Tk too (attention over a padded batch of any length).
+template <typename TS>
+struct MaskedUnitRow : MaskedPairRow<TS, TS> {
+  using Base = MaskedPairRow<TS, TS>;
+  using Base::Base;
+  OASR_DEVICE void load(int64_t k, float (&values)[1]) const {
+    const uint8_t* mask_bytes = reinterpret_cast<const uint8_t*>(this->mask);
+    const uint8_t* kpm_bytes = reinterpret_cast<const uint8_t*>(this->kpm);
+    const TS z = and_bits(this->bias[k], this->bias_and);
+    const float v = fmaf(to_float(this->scores[k]), this->scale, to_float(z));
+    const bool kept = (mask_bytes[k] | this->mask_or) != 0 && (kpm_bytes[k] & this->kpm_and) == 0;
+    values[0] = kept ? v : -__builtin_huge_valf();
+  }
+};
+
+template <typename Row, int N>
+cudaError_t launch_row(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t stream) {
   const int64_t rows = a.batch * a.heads * a.q_len;
   const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
   const MaskedRowParams<T, T> src{a, IndexDivmod(a.q_len, rows - 1),
                                   IndexDivmod(a.heads, a.batch * a.heads - 1)};
-  return launch_softmax_by_width<MaskedPairRow<T>, T, 2>(dst, src, stream);
+  return launch_softmax_by_width<Row, T, N>(dst, src, stream);
 }
 
 // kpm[b, k] = k >= length(b), lengths between Tk / 2 and Tk
@@ -91,14 +106,17 @@ __global__ void fill_padding(uint8_t* kpm, int batch, int tk) {
   }
 }
 
-void run_shape(int batch, int heads, int t, cudaStream_t s) {
+// window: the bias is a relative-position window over a [H, Tq + Tk - 1] table (Zipformer's
+// and Conformer's), bias[b, h, q, k] = P[h, q + k]; else a dense [B, H, Tq, Tk] tensor.
+void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
   const int64_t rows = int64_t(batch) * heads * t, n = rows * t;
+  const int64_t table = 2 * t - 1, bias_n = window ? heads * table : n;
   // scores (xs) and outputs (ys) rotate past L2; each set's bias is found by its scores
   RotatingSets sets(n, -4.0f);
   std::vector<T*> bias(sets.sets);
   for (int i = 0; i < sets.sets; ++i) {
-    CHECK_CUDA(cudaMalloc(&bias[i], n * sizeof(T)));
-    fill<<<1024, 256>>>(bias[i], n, 31 + i, -4.0f);
+    CHECK_CUDA(cudaMalloc(&bias[i], bias_n * sizeof(T)));
+    fill<<<1024, 256>>>(bias[i], bias_n, 31 + i, -4.0f);
   }
   uint8_t* kpm;
   CHECK_CUDA(cudaMalloc(&kpm, batch * t));
@@ -111,25 +129,40 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
     a.scores_stride[0] = int64_t(heads) * t * t, a.scores_stride[1] = int64_t(t) * t;
     a.scores_stride[2] = t;
     for (int d = 0; d < 3; ++d) a.bias_stride[d] = a.scores_stride[d];
+    if (window) a.bias_stride[0] = 0, a.bias_stride[1] = table, a.bias_stride[2] = 1;
     a.bias_stride[3] = 1;
     a.kpm_stride[0] = t, a.kpm_stride[1] = 1;
     a.scale = 0.17677669529663687f;  // 1 / sqrt(32)
     return a;
   };
+  // 0 MaskedRow (one value a load, what every layout took before session 21), 1 the library's
+  // launcher, 2 and 3 the pair row's bias as words / a branch, 4 the unit-step row
+  std::vector<int> ids = {0, 1, 3, 4};
+  if (!window) ids.insert(ids.begin() + 2, 2);
   auto launch = [&](int variant, T* out, T* scores) {
     const MaskedSoftmaxArgs<T, T> a = args_for(out, scores);
-    CHECK_CUDA(variant == 0 ? launch_masked_softmax(a, s) : launch_pairs(a, s));
+    const int id = ids[variant];
+    const cudaError_t status = id == 0   ? launch_row<MaskedRow<T, T>, 1>(a, s)
+                               : id == 1 ? launch_masked_softmax(a, s)
+                               : id == 2 ? launch_row<MaskedPairRowWords<T, false>, 2>(a, s)
+                               : id == 3 ? launch_row<MaskedPairRowWords<T, true>, 2>(a, s)
+                                         : launch_row<MaskedUnitRow<T>, 1>(a, s);
+    CHECK_CUDA(status);
   };
-  const char* names[2] = {"production", "pairs"};
+  const int kVariants = int(ids.size());
+  const char* all_names[5] = {"one-value", "library", "words", "branch", "unit"};
+  std::vector<const char*> names;
+  for (int id : ids) names.push_back(all_names[id]);
+  const char* layout = window ? "window" : "dense";
 
   // float64 reference of the first and last 64 rows of set 0
-  std::vector<T> hs(n), hb(n), ho(n);
+  std::vector<T> hs(n), hb(bias_n), ho(n);
   std::vector<uint8_t> hk(batch * t);
   CHECK_CUDA(cudaMemcpy(hs.data(), sets.xs[0], n * sizeof(T), cudaMemcpyDeviceToHost));
-  CHECK_CUDA(cudaMemcpy(hb.data(), bias[0], n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(hb.data(), bias[0], bias_n * sizeof(T), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(hk.data(), kpm, batch * t, cudaMemcpyDeviceToHost));
   const float scale = args_for(sets.ys[0], sets.xs[0]).scale;
-  for (int v = 0; v < 2; ++v) {
+  for (int v = 0; v < kVariants; ++v) {
     CHECK_CUDA(cudaMemsetAsync(sets.ys[0], 0xff, n * sizeof(T), s));  // NaN poison
     launch(v, sets.ys[0], sets.xs[0]);
     CHECK_CUDA(cudaStreamSynchronize(s));
@@ -138,10 +171,12 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
     for (int q = 0; q < 128; ++q) {
       const int64_t r = q < 64 ? q : rows - 128 + q;
       const int b = int(r / (int64_t(heads) * t));
+      const int h = int(r / t % heads), qi = int(r % t);
       std::vector<double> z(t);
       double m = -INFINITY, sum = 0;
       for (int k = 0; k < t; ++k) {
-        const double x = double(to_float(hs[r * t + k])) * scale + to_float(hb[r * t + k]);
+        const T bias_value = window ? hb[h * table + qi + k] : hb[r * t + k];
+        const double x = double(to_float(hs[r * t + k])) * scale + to_float(bias_value);
         z[k] = hk[b * t + k] ? -INFINITY : x;
         m = std::fmax(m, z[k]);
       }
@@ -151,15 +186,16 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
         if (!(err <= worst)) worst = err;  // NaN sticks
       }
     }
-    printf("%s %dx%dx%dx%d %-10s check: worst |err| = %.3g%s\n", kDtype, batch, heads, t, t,
-           names[v], worst, worst < 4e-3 ? "" : "  FAILED");
+    printf("%s %dx%dx%dx%d %-6s %-10s check: worst |err| = %.3g%s\n", kDtype, batch, heads, t,
+           t, layout, names[v], worst, worst < 4e-3 ? "" : "  FAILED");
   }
 
-  const std::vector<float> med = graph_medians_us(2, sets, s, launch);
-  const double bytes = 3.0 * n * sizeof(T) + batch * t;  // scores, bias, out; the mask once
-  for (int v = 0; v < 2; ++v) {
-    printf("%s %dx%dx%dx%d %-10s %7.2f us  %5.1f%% of 4.27 TB/s\n", kDtype, batch, heads, t, t,
-           names[v], med[v], 100 * bytes / (med[v] * 1e-6) / 4.27e12);
+  const std::vector<float> med = graph_medians_us(kVariants, sets, s, launch);
+  // scores and out, the bias (a window: its table once), the mask once
+  const double bytes = (2.0 * n + bias_n) * sizeof(T) + batch * t;
+  for (int v = 0; v < kVariants; ++v) {
+    printf("%s %dx%dx%dx%d %-6s %-10s %7.2f us  %5.1f%% of 4.27 TB/s\n", kDtype, batch, heads,
+           t, t, layout, names[v], med[v], 100 * bytes / (med[v] * 1e-6) / 4.27e12);
   }
   for (T* p : bias) cudaFree(p);
   cudaFree(kpm);
@@ -168,7 +204,9 @@ void run_shape(int batch, int heads, int t, cudaStream_t s) {
 int main() {
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  run_shape(32, 4, 250, s);
-  run_shape(8, 4, 500, s);
+  for (bool window : {false, true}) {
+    run_shape(32, 4, 250, window, s);
+    run_shape(8, 4, 500, window, s);
+  }
   return 0;
 }

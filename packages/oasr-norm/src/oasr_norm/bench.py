@@ -400,29 +400,35 @@ def _softmax_cases(device: str) -> list:
                     )
                 )
     cases += [
-        _masked_softmax_case(dtype, shape, device)
+        _masked_softmax_case(dtype, shape, window, device)
         for dtype in DTYPES
         for shape in MASKED_SOFTMAX_SHAPES
+        for window in (False, True)
     ]
     return cases
 
 
-def _masked_softmax_case(dtype, shape, device) -> object:
+def _masked_softmax_case(dtype, shape, window, device) -> object:
+    """A key padding mask and a bias: dense [B, H, Tq, Tk], or (window) a relative-position
+    window bias[b, h, q, k] = P[h, q + k] over a [H, Tq + Tk - 1] table, as Zipformer's and
+    Conformer's attention make it (read in place through its strides)."""
     import torch
 
     import oasr_norm
 
     batch, heads, tq, tk = shape
+    table = tq + tk - 1
 
     def setup():
         # Key lengths between half and all of Tk: every row keeps at least one key.
         lengths = torch.randint(tk // 2, tk + 1, (batch,), device=device)
         padded = torch.arange(tk, device=device)[None, :] >= lengths[:, None]  # [B, Tk]
-        return {
-            "scores": _randn(shape, dtype, device),
-            "bias": _randn(shape, dtype, device),
-            "key_padding_mask": padded,
-        }
+        if window:
+            p = _randn((heads, table), dtype, device)
+            bias = p.as_strided(shape, (0, table, 1, 1))
+        else:
+            bias = _randn(shape, dtype, device)
+        return {"scores": _randn(shape, dtype, device), "bias": bias, "key_padding_mask": padded}
 
     def oasr(i):
         return oasr_norm.masked_softmax(
@@ -439,16 +445,18 @@ def _masked_softmax_case(dtype, shape, device) -> object:
         return s.softmax(-1).nan_to_num(0.0)
 
     numel = batch * heads * tq * tk
+    bias_numel = heads * table if window else numel
     return _case(
         "masked_softmax",
         dtype,
         shape,
+        label=_label(shape) + (" window" if window else ""),
         setup=setup,
         oasr=oasr,
         peer=peer,
         peer_name="eager masked_fill, softmax",
-        # scores and bias read, probabilities written, the bool mask read once
-        bytes_moved=_elt_bytes(dtype) * 3 * numel + batch * tk,
+        # scores and bias (a window: its table) read, probabilities written, the mask once
+        bytes_moved=_elt_bytes(dtype) * (2 * numel + bias_numel) + batch * tk,
     )
 
 
