@@ -342,6 +342,19 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+// One 16-byte store of v, as the thread's last memory access. Here a copy of the Vec
+// (Vec::store) came out of the compiler as 16-bit stores, merged by ptxas only into four 32-bit
+// ones: the conversions to 16 bits (inline asm) were scheduled between the stores, which the
+// compiler does not combine across asm. (Elsewhere the copy is one STG.128, checked in SASS.)
+template <typename T>
+OASR_DEVICE void store_vec128_last(T* ptr, const Vec<T, kVec128<T>>& v) {
+  uint4 w;
+  memcpy(&w, &v, sizeof(w));
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(ptr), "r"(w.x), "r"(w.y),
+               "r"(w.z), "r"(w.w)
+               : "memory");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rows that 8-byte vectors do not divide either (250 halves: row r starts at 500 r bytes): a
 // warp per row reads the row's 16-byte aligned body, one vector a lane (rows of up to 256), and
@@ -410,7 +423,9 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   if (has_body) {
 #pragma unroll
     for (int i = 0; i < kN; ++i) values[i] = finish(values[i]);
-    store_values<T, kN>(out + head + lane * kN, values);
+    Vec<T, kN> v;
+    v.from_float(values);
+    store_vec128_last(out + head + lane * kN, v);
   }
 }
 
