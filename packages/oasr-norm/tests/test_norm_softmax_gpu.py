@@ -197,12 +197,12 @@ def _case(kind, batch, heads, q_len, k_len, dtype, bias_dtype=None):
     return scores, bias, mask, kpm
 
 
-# Tk: 1; every register shape of the one-value row (odd Tk: groups of 4/8/16 lanes, a warp with
-# 1..32 values a lane, blocks of 128..512) and of the pair row (even Tk, where the layout allows:
-# 2, 10, 18, 34, 66 .. 4098); ASR key lengths 125/250/500/750/1500 (rows off 16 bytes); past
-# 16384 (the two-pass kernel).
+# Tk: 1; every register shape of the one-value row (the sliced operands: groups of 4/8/16 lanes,
+# a warp with 1..32 values a lane, blocks of 128..512) and of the pair rows (unit steps: whole
+# words at even Tk 2, 10, 18, 34, 66 .. 4098, element by element at odd Tk); ASR key lengths
+# 125/250/500/750/1500 (rows off 16 bytes); past 16384 (the two-pass kernel).
 K_LENS = [1, 2, 3, 5, 9, 10, 17, 18, 33, 34, 65, 66, 125, 129, 250, 257, 500, 513, 750, 1025]
-K_LENS += [1026, 1500, 4097, 4098, 8195, 17000]
+K_LENS += [1026, 1500, 4097, 4098, 8195, 16999, 17000]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -237,11 +237,12 @@ def test_masked_float32_bias_and_rel_shift_view(t, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_masked_pair_layouts_and_their_fallbacks(dtype):
-    """Tk even: two values a load where scores, out and the masks start their rows on a pair
-    (the bias anywhere); one of them an element off, or an odd row stride, the one-value row.
-    Same answers."""
-    batch, heads, t = 3, 2, 250
+@pytest.mark.parametrize("t", [250, 249])
+def test_masked_pair_layouts(t, dtype):
+    """Unit steps over Tk: two values a load. Whole words where Tk is even and scores, out and
+    the masks start their rows on a pair (the bias anywhere); one of them an element off, an odd
+    row stride or an odd Tk (rows ending on half a pair), element by element. Same answers."""
+    batch, heads = 3, 2
     scores, bias, mask, kpm = _case(CASES["all_dense"], batch, heads, t, t, dtype)
     f32_bias = _randn(heads, t, t, dtype=torch.float32)
 

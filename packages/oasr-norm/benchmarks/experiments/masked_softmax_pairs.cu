@@ -21,7 +21,16 @@
 // A window (bias[b, h, q, k] = P[h, q + k], Zipformer's and Conformer's relative positions)
 // starts its rows on odd elements, so the bias is read by element: 2-6% slower than words on a
 // dense bias, 1.6-1.8x faster than MaskedRow on a window. The one-value row without pointer
-// tests (for odd Tk) gains 1.2x at 250 keys and nothing at 500: not adopted.
+// tests (for odd Tk) gains 1.2x at 250 keys and nothing at 500: not adopted. Instead odd Tk
+// (and rows off a pair) take MaskedPairRow<kAligned = false>, every value read by element, the
+// row's last half pair masked, stores element by element ("any-align"; the library's choice at
+// odd Tk), fp16 / bf16 within 2%:
+//                      one-value   any-align   unit-step
+//   32x4x249 dense        32.1        24.8        26.5
+//   8x4x499  dense        39.6        30.4        37.6
+//   32x4x249 window       28.9        22.6        22.8
+//   8x4x499  window       35.7        26.8        33.1
+// (at even Tk any-align is 25.0 against the aligned row's 19.5 at 250 keys: both are kept).
 //
 // The program checks every variant against a float64 masked softmax (first and last 64 rows), then
 // times them with probe_util.cuh's graph_medians_us (graphs of 64 launches over scores and
@@ -41,8 +50,8 @@ using namespace oasr;
 // only, a window starts rows on odd elements), or one word where the row starts on a pair and
 // else two elements (a branch uniform over the row).
 template <typename TS, bool kBranch>
-struct MaskedPairRowWords : MaskedPairRow<TS, TS> {
-  using Base = MaskedPairRow<TS, TS>;
+struct MaskedPairRowWords : MaskedPairRow<TS, TS, true> {
+  using Base = MaskedPairRow<TS, TS, true>;
   bool bias_words;
   OASR_DEVICE MaskedPairRowWords(const typename Base::Params& p, int64_t row) : Base(p, row) {
     bias_words = !kBranch || is_vec_aligned<TS, 2>(this->bias);
@@ -60,8 +69,10 @@ struct MaskedPairRowWords : MaskedPairRow<TS, TS> {
     memcpy(&bits, &z, 4);
     bits &= this->bias_and;
     memcpy(&z, &bits, 4);
-    const uint32_t keep = uint32_t(this->mask[k / 2]) | this->mask_or;
-    const uint32_t pad = uint32_t(this->kpm[k / 2]) & this->kpm_and;
+    const uint16_t* mask_words = reinterpret_cast<const uint16_t*>(this->mask);
+    const uint16_t* kpm_words = reinterpret_cast<const uint16_t*>(this->kpm);
+    const uint32_t keep = uint32_t(mask_words[k / 2]) | this->mask_or;
+    const uint32_t pad = uint32_t(kpm_words[k / 2]) & this->kpm_and;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const float v = fmaf(to_float(s[i]), this->scale, to_float(z[i]));
@@ -75,12 +86,12 @@ struct MaskedPairRowWords : MaskedPairRow<TS, TS> {
 // test (absent operands read the row's scores, masked as in MaskedPairRow): any alignment, odd
 // Tk too (attention over a padded batch of any length).
 template <typename TS>
-struct MaskedUnitRow : MaskedPairRow<TS, TS> {
-  using Base = MaskedPairRow<TS, TS>;
+struct MaskedUnitRow : MaskedPairRow<TS, TS, true> {
+  using Base = MaskedPairRow<TS, TS, true>;
   using Base::Base;
   OASR_DEVICE void load(int64_t k, float (&values)[1]) const {
-    const uint8_t* mask_bytes = reinterpret_cast<const uint8_t*>(this->mask);
-    const uint8_t* kpm_bytes = reinterpret_cast<const uint8_t*>(this->kpm);
+    const uint8_t* mask_bytes = this->mask;
+    const uint8_t* kpm_bytes = this->kpm;
     const TS z = and_bits(this->bias[k], this->bias_and);
     const float v = fmaf(to_float(this->scores[k]), this->scale, to_float(z));
     const bool kept = (mask_bytes[k] | this->mask_or) != 0 && (kpm_bytes[k] & this->kpm_and) == 0;
@@ -136,9 +147,10 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
     return a;
   };
   // 0 MaskedRow (one value a load, what every layout took before session 21), 1 the library's
-  // launcher, 2 and 3 the pair row's bias as words / a branch, 4 the unit-step row
-  std::vector<int> ids = {0, 1, 3, 4};
-  if (!window) ids.insert(ids.begin() + 2, 2);
+  // launcher, 2 and 3 the aligned pair row's bias as words / a branch, 4 the unit-step row,
+  // 5 the pair row for any alignment (what odd Tk takes)
+  std::vector<int> ids = t % 2 ? std::vector<int>{0, 1, 4} : std::vector<int>{0, 1, 3, 5};
+  if (!window && t % 2 == 0) ids.insert(ids.begin() + 2, 2);
   auto launch = [&](int variant, T* out, T* scores) {
     const MaskedSoftmaxArgs<T, T> a = args_for(out, scores);
     const int id = ids[variant];
@@ -146,11 +158,12 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
                                : id == 1 ? launch_masked_softmax(a, s)
                                : id == 2 ? launch_row<MaskedPairRowWords<T, false>, 2>(a, s)
                                : id == 3 ? launch_row<MaskedPairRowWords<T, true>, 2>(a, s)
-                                         : launch_row<MaskedUnitRow<T>, 1>(a, s);
+                               : id == 4 ? launch_row<MaskedUnitRow<T>, 1>(a, s)
+                                         : launch_row<MaskedPairRow<T, T, false>, 2>(a, s);
     CHECK_CUDA(status);
   };
   const int kVariants = int(ids.size());
-  const char* all_names[5] = {"one-value", "library", "words", "branch", "unit"};
+  const char* all_names[6] = {"one-value", "library", "words", "branch", "unit", "any-align"};
   std::vector<const char*> names;
   for (int id : ids) names.push_back(all_names[id]);
   const char* layout = window ? "window" : "dense";
@@ -206,7 +219,9 @@ int main() {
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   for (bool window : {false, true}) {
     run_shape(32, 4, 250, window, s);
+    run_shape(32, 4, 249, window, s);
     run_shape(8, 4, 500, window, s);
+    run_shape(8, 4, 499, window, s);
   }
   return 0;
 }

@@ -94,9 +94,10 @@ def masked_softmax(
     out : scores' shape, contiguous, scores' dtype; allocated when None; may be scores itself
         (when contiguous); must not overlap bias or the masks.
 
-    Fastest (two values a load) where Tk is even and every operand has a unit stride over Tk,
-    with the rows of scores, out and the masks starting on a pair of elements; the bias may start
-    anywhere (a relative-position window qualifies). Other layouts take one value a load.
+    Two values a load where every operand has a unit stride over Tk (a relative-position
+    window or rel_shift view of the bias qualifies), fastest when also Tk is even and the rows of
+    scores, out and the masks start on a pair of elements; other layouts (a ``[..., ::ds]``
+    slice) take one value a load.
 
     Returns ``out``. Equivalent to ``torch.softmax((scale * scores.float() + bias.float())
     .masked_fill(~keep, -inf), -1).nan_to_num(0.0).to(scores.dtype)`` with ``keep = mask &

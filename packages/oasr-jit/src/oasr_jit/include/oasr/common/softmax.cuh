@@ -34,9 +34,9 @@
 //
 // masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
 // key_padding_mask through their own strides: a broadcast dim has stride 0, a relative-position
-// window made with as_strided or a [..., ::ds] slice is read where it is. Where Tk is even and
-// every operand is unit-strided over Tk, with the rows of all but the bias starting on a pair of
-// elements, a load takes two values of each (MaskedPairRow); otherwise one (MaskedRow).
+// window made with as_strided or a [..., ::ds] slice is read where it is. Where every operand
+// is unit-strided over Tk, a load takes two values of each (MaskedPairRow: as whole words where
+// Tk is even and the rows of all but the bias start on a pair); otherwise one (MaskedRow).
 #pragma once
 
 #include <climits>
@@ -102,12 +102,15 @@ struct SoftmaxDst {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Row sources: construct for a row, then load(col, values) N values at column col.
+// Row sources: construct for a row, then load(col, values) N values at column col. Where
+// kElementStores, out's rows may start anywhere and end on a partial vector: the kernels store
+// element by element, up to the row's end (load gives -inf past it).
 
 template <typename T, int N>
 struct DenseRow {
   using Params = SoftmaxArgs<T>;
   static constexpr bool kMasked = false;
+  static constexpr bool kElementStores = false;  // out's vectors are whole and aligned
   const T* x;
 
   OASR_DEVICE DenseRow(const Params& p, int64_t row) : x(p.x + row * p.x_stride) {}
@@ -130,6 +133,7 @@ template <typename T, typename TBias>
 struct MaskedRow {
   using Params = MaskedRowParams<T, TBias>;
   static constexpr bool kMasked = true;
+  static constexpr bool kElementStores = false;
   const T* scores;
   const TBias* bias;
   const uint8_t* mask;
@@ -176,53 +180,76 @@ OASR_DEVICE V and_bits(V v, uint32_t m) {
   return v;
 }
 
-// The common layout of masked rows, two values a load: Tk even, every operand present with a
-// unit step over Tk, the scores', out's and the masks' rows starting on a pair (the launcher
-// checks). The masks are read as 16-bit words, the bias an element at a time (a relative-
-// position window, bias[b, h, q, k] = P[h, q + k], starts its rows on odd elements). An absent
-// operand reads the row's own scores instead, masked to what "absent" means (a bias to +0, a
-// mask to "keep", a key padding mask to "not padded"), so no value tests a pointer. On the H200
-// at 32 x 4 x 250 x 250 with a key padding mask (oasr-norm's benchmarks/experiments/
-// masked_softmax_pairs.cu), against MaskedRow, which is bound by its ~94 instructions a value:
-// a dense bias 32.1 -> 19.4 us, a window 29.2 -> 17.8. The bias as one word where it is
-// aligned would be 2-6% faster for a dense bias, but a branch on it costs as much.
-template <typename T, typename TBias>
+// Masked rows two values a load, where every operand present has a unit step over Tk (the
+// launcher checks). An absent operand reads the row's own scores instead, masked to what
+// "absent" means (a bias to +0, a mask to "keep", a key padding mask to "not padded"), so no
+// value tests a pointer. The bias is read an element at a time (a relative-position window,
+// bias[b, h, q, k] = P[h, q + k], starts its rows on odd elements).
+//   kAligned   Tk even, the rows of scores, out and the masks starting on a pair: scores as
+//              one Vec, each mask as one 16-bit word, out stored as a Vec.
+//   otherwise  any Tk and alignment (a padded batch of any length): every value an element at
+//              a time, the last pair of an odd row half past its end, stores element by element.
+// On the H200 at 32 x 4 x 250 x 250 with a key padding mask (oasr-norm's benchmarks/
+// experiments/masked_softmax_pairs.cu), against MaskedRow, which is bound by its ~94
+// instructions a value: kAligned, a dense bias 32.1 -> 19.4 us, a window 29.2 -> 17.8. The
+// bias as one word where it is aligned would be 2-6% faster for a dense bias, but a branch on
+// it costs as much.
+template <typename T, typename TBias, bool kAligned>
 struct MaskedPairRow {
   using Params = MaskedRowParams<T, TBias>;
   static constexpr bool kMasked = true;
+  static constexpr bool kElementStores = !kAligned;
   const T* scores;
-  const TBias* bias;     // the row's bias, or its scores (then TBias is no wider than T)
-  const uint16_t* mask;  // pairs of bool bytes, or the scores' bytes
-  const uint16_t* kpm;
+  const TBias* bias;    // the row's bias, or its scores (then TBias is no wider than T)
+  const uint8_t* mask;  // bool bytes, or the scores' bytes
+  const uint8_t* kpm;
   uint32_t bias_and;  // ~0, or 0 without a bias
-  uint32_t mask_or;   // 0, or 0x0101 (keep both) without a mask
+  uint32_t mask_or;   // 0, or 0x0101 (keep both of a pair) without a mask
   uint32_t kpm_and;   // 0xffff, or 0 (pad neither) without a key padding mask
   float scale;
+  int64_t cols;  // Tk
 
   OASR_DEVICE MaskedPairRow(const Params& p, int64_t row) {
     const MaskedRow<T, TBias> r(p, row);  // null where absent
     scores = r.scores;
     bias = r.bias ? r.bias : reinterpret_cast<const TBias*>(scores);
     const uint8_t* scores_bytes = reinterpret_cast<const uint8_t*>(scores);
-    mask = reinterpret_cast<const uint16_t*>(r.mask ? r.mask : scores_bytes);
-    kpm = reinterpret_cast<const uint16_t*>(r.kpm ? r.kpm : scores_bytes);
+    mask = r.mask ? r.mask : scores_bytes;
+    kpm = r.kpm ? r.kpm : scores_bytes;
     bias_and = r.bias ? ~0u : 0u;
     mask_or = r.mask ? 0u : 0x0101u;
     kpm_and = r.kpm ? 0xffffu : 0u;
     scale = r.scale;
+    cols = p.args.k_len;
   }
 
   OASR_DEVICE void load(int64_t k, float (&values)[2]) const {  // k even
-    Vec<T, 2> s;
-    s.load(scores + k);
-    const TBias z[2] = {and_bits(bias[k], bias_and), and_bits(bias[k + 1], bias_and)};
-    const uint32_t keep = uint32_t(mask[k / 2]) | mask_or;
-    const uint32_t pad = uint32_t(kpm[k / 2]) & kpm_and;
+    // kAligned: k + 1 < Tk. Otherwise the second value of the last pair of an odd row is
+    // absent: its loads read column k again, and the value is -inf.
+    const bool second = kAligned || k + 1 < cols;
+    const int64_t k1 = second ? k + 1 : k;
+    float s[2];
+    uint32_t keep, pad;  // two bytes each: bit 0-7 value k, 8-15 value k + 1
+    if constexpr (kAligned) {
+      Vec<T, 2> v;
+      v.load(scores + k);
+      v.to_float(s);
+      keep = uint32_t(reinterpret_cast<const uint16_t*>(mask)[k / 2]);
+      pad = uint32_t(reinterpret_cast<const uint16_t*>(kpm)[k / 2]);
+    } else {
+      s[0] = to_float(scores[k]);
+      s[1] = to_float(scores[k1]);
+      keep = uint32_t(mask[k]) | (uint32_t(mask[k1]) << 8);
+      pad = uint32_t(kpm[k]) | (uint32_t(kpm[k1]) << 8);
+    }
+    keep |= mask_or;
+    pad &= kpm_and;
+    const TBias z[2] = {and_bits(bias[k], bias_and), and_bits(bias[k1], bias_and)};
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const float v = fmaf(to_float(s[i]), scale, to_float(z[i]));
+      const float v = fmaf(s[i], scale, to_float(z[i]));
       const bool kept = ((keep >> (8 * i)) & 0xffu) != 0 && ((pad >> (8 * i)) & 0xffu) == 0;
-      values[i] = kept ? v : -__builtin_huge_valf();
+      values[i] = kept && (i == 0 || second) ? v : -__builtin_huge_valf();
     }
   }
 };
@@ -268,6 +295,21 @@ OASR_DEVICE void store_values(T* ptr, const float (&values)[N]) {
   Vec<T, N> v;
   v.from_float(values);
   v.store(ptr);
+}
+
+// A vector of values at column col of an output row: whole, or where Row::kElementStores,
+// element by element up to the row's end.
+template <typename Row, typename T, int N>
+OASR_DEVICE void store_row_values(T* out_row, int64_t col, int64_t cols,
+                                  const float (&values)[N]) {
+  if constexpr (Row::kElementStores) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (col + i < cols) out_row[col + i] = from_float<T>(values[i]);
+    }
+  } else {
+    store_values<T, N>(out_row + col, values);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,7 +378,7 @@ __global__ void __launch_bounds__(kBlockThreads)
         for (int i = 0; i < N; ++i) {
           values[j][i] = kLog ? (values[j][i] - shift) - log_sum : values[j][i] * inv_sum;
         }
-        store_values<T, N>(out_row + col, values[j]);
+        store_row_values<Row, T, N>(out_row, col, dst.cols, values[j]);
       }
     }
   }
@@ -474,7 +516,7 @@ __global__ void __launch_bounds__(kSoftmaxLongRowThreads)
       values[i] = kLog ? (values[i] - shift) - log_sum
                                  : softmax_exp2((values[i] - shift) * kLog2e) * inv_sum;
     }
-    store_values<T, N>(out_row + col, values);
+    store_row_values<Row, T, N>(out_row, col, dst.cols, values);
   }
 }
 
@@ -615,12 +657,19 @@ cudaError_t launch_softmax(const SoftmaxArgs<T>& a, cudaStream_t stream) {
   return launch_softmax_by_width<DenseRow<T, N>, T, N>(dst, a, stream);
 }
 
-// Whether MaskedPairRow reads these operands: Tk even, every operand present unit-strided over
-// Tk, and the rows of scores, out and the masks starting on a pair of elements (a dim of extent
-// 1 adds no offset, whatever its stride). The bias may start anywhere; an absent one is read
-// from the scores, so it must be no wider than them (it is of their type where absent).
+// Whether MaskedPairRow reads these operands: each present one unit-strided over Tk (an absent
+// bias is read from the scores, so it must be no wider than them; it is of their type where
+// absent). kAligned where also Tk is even and the rows of scores, out and the masks start on a
+// pair of elements (a dim of extent 1 adds no offset, whatever its stride); the bias may start
+// anywhere.
 template <typename T, typename TBias>
-bool masked_rows_pair(const MaskedSoftmaxArgs<T, TBias>& a) {
+bool masked_rows_unit_steps(const MaskedSoftmaxArgs<T, TBias>& a) {
+  return (a.bias ? a.bias_stride[3] == 1 : sizeof(TBias) <= sizeof(T)) &&
+         (!a.mask || a.mask_stride[3] == 1) && (!a.key_padding_mask || a.kpm_stride[1] == 1);
+}
+
+template <typename T, typename TBias>
+bool masked_rows_pair_aligned(const MaskedSoftmaxArgs<T, TBias>& a) {
   const int64_t extents[3] = {a.batch, a.heads, a.q_len};
   const auto pairs = [&](const void* ptr, size_t elem, const int64_t* strides, int dims) {
     if (ptr == nullptr) return true;
@@ -630,10 +679,7 @@ bool masked_rows_pair(const MaskedSoftmaxArgs<T, TBias>& a) {
   };
   const int64_t kpm_strides[1] = {a.kpm_stride[0]};
   return a.k_len % 2 == 0 && is_vec_aligned<T, 2>(a.out) &&
-         pairs(a.scores, sizeof(T), a.scores_stride, 3) &&
-         (a.bias ? a.bias_stride[3] == 1 : sizeof(TBias) <= sizeof(T)) &&
-         (!a.mask || a.mask_stride[3] == 1) && pairs(a.mask, 1, a.mask_stride, 3) &&
-         (!a.key_padding_mask || a.kpm_stride[1] == 1) &&
+         pairs(a.scores, sizeof(T), a.scores_stride, 3) && pairs(a.mask, 1, a.mask_stride, 3) &&
          pairs(a.key_padding_mask, 1, kpm_strides, 1);
 }
 
@@ -643,8 +689,11 @@ cudaError_t launch_masked_softmax(const MaskedSoftmaxArgs<T, TBias>& a, cudaStre
   const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
   const MaskedRowParams<T, TBias> src{a, IndexDivmod(a.q_len, rows - 1),
                                       IndexDivmod(a.heads, a.batch * a.heads - 1)};
-  if (masked_rows_pair(a)) {
-    return launch_softmax_by_width<MaskedPairRow<T, TBias>, T, 2>(dst, src, stream);
+  if (masked_rows_unit_steps(a)) {
+    if (masked_rows_pair_aligned(a)) {
+      return launch_softmax_by_width<MaskedPairRow<T, TBias, true>, T, 2>(dst, src, stream);
+    }
+    return launch_softmax_by_width<MaskedPairRow<T, TBias, false>, T, 2>(dst, src, stream);
   }
   return launch_softmax_by_width<MaskedRow<T, TBias>, T, 1>(dst, src, stream);
 }
