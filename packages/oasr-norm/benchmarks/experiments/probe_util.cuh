@@ -1,14 +1,15 @@
 // What the norm probes that time rows over rotating buffers share: a CUDA error check, a hashed
-// fill, a spin kernel, input / output buffers rotated past L2, and graph-replay medians. The
-// element type is probe_dtype.h's T.
+// fill, a spin kernel, input / output buffers rotated past L2, graph-replay and one-call medians,
+// and a check of softmax rows against float64. The element type is probe_dtype.h's T.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "oasr/common/types.h"
+#include "oasr/common/vec_dtypes.h"
 #include "probe_dtype.h"
 
 #define CHECK_CUDA(x)                                                              \
@@ -107,4 +108,70 @@ std::vector<float> graph_medians_us(int variants, const RotatingSets& sets, cuda
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
   return medians;
+}
+
+// Per variant k, the median us of one launch(k, ys[0], x) between events, queued behind a 1 ms
+// spin (as `oasr bench` times calls over 20 us), the inputs rotating: 30 rounds after 5.
+template <typename Launch>
+std::vector<float> one_call_medians_us(int variants, const RotatingSets& sets, cudaStream_t s,
+                                       Launch launch) {
+  std::vector<std::vector<float>> times(variants);
+  std::vector<cudaEvent_t> b(variants), f(variants);
+  for (int k = 0; k < variants; ++k) {
+    CHECK_CUDA(cudaEventCreate(&b[k]));
+    CHECK_CUDA(cudaEventCreate(&f[k]));
+  }
+  for (int rep = 0; rep < 35; ++rep) {
+    spin<<<1, 1, 0, s>>>(1000000);
+    for (int k = 0; k < variants; ++k) {
+      CHECK_CUDA(cudaEventRecord(b[k], s));
+      launch(k, sets.ys[0], sets.xs[(rep * variants + k) % sets.sets]);
+      CHECK_CUDA(cudaEventRecord(f[k], s));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    for (int k = 0; k < variants; ++k) {
+      float ms;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, b[k], f[k]));
+      if (rep >= 5) times[k].push_back(ms * 1000);
+    }
+  }
+  std::vector<float> medians(variants);
+  for (int k = 0; k < variants; ++k) {
+    std::sort(times[k].begin(), times[k].end());
+    medians[k] = times[k][times[k].size() / 2];
+    CHECK_CUDA(cudaEventDestroy(b[k]));
+    CHECK_CUDA(cudaEventDestroy(f[k]));
+  }
+  return medians;
+}
+
+// Runs launch(k, ys[0], xs[0]) into a NaN-poisoned output and returns the worst
+// |y - ref| / (1e-3 + ref) over 512 rows (the first 256 and the last 256) of a float64 softmax
+// of [rows, cols] x; NaN if any compared output is NaN.
+template <typename Launch>
+double softmax_worst_error(int k, const RotatingSets& sets, int64_t rows, int64_t cols,
+                           cudaStream_t s, Launch launch) {
+  const int64_t n = rows * cols;
+  std::vector<T> hx(n), hy(n);
+  CHECK_CUDA(cudaMemcpy(hx.data(), sets.xs[0], n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemsetAsync(sets.ys[0], 0xff, n * sizeof(T), s));
+  launch(k, sets.ys[0], sets.xs[0]);
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaMemcpy(hy.data(), sets.ys[0], n * sizeof(T), cudaMemcpyDeviceToHost));
+  auto at = [&](const std::vector<T>& v, int64_t r, int64_t c) {
+    return double(oasr::to_float(v[r * cols + c]));
+  };
+  double worst = 0;
+  for (int q = 0; q < 512; ++q) {
+    const int64_t r = q < 256 ? q : rows - 512 + q;
+    double m = -1e300, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, at(hx, r, c));
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(at(hx, r, c) - m);
+    for (int64_t c = 0; c < cols; ++c) {
+      const double ref = std::exp(at(hx, r, c) - m) / sum;
+      const double err = std::fabs(at(hy, r, c) - ref) / (1e-3 + ref);
+      if (!(err <= worst)) worst = err;  // NaN sticks
+    }
+  }
+  return worst;
 }

@@ -121,9 +121,6 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
   const int64_t n = rows * cols;
   RotatingSets buffers(n, -4.0f);
   const size_t bytes = buffers.bytes;
-  const int sets = buffers.sets;
-  const std::vector<T*>& xs = buffers.xs;
-  const std::vector<T*>& ys = buffers.ys;
   const dim3 grid(unsigned((rows + 3) / 4));
   auto launch = [&](int k, T* y, T* x) {
     SoftmaxDst<T> d{y, rows, cols, false};
@@ -141,64 +138,23 @@ void run_shape(int64_t rows, int64_t cols, cudaStream_t s) {
     }
   };
 
-  // Check each kernel against float64 on 512 rows (the first 256 and the last 256).
-  std::vector<T> hx(n), hy(n);
-  CHECK_CUDA(cudaMemcpy(hx.data(), xs[0], bytes, cudaMemcpyDeviceToHost));
-  for (int k = 0; k + 1 < kVariants; ++k) {
-    CHECK_CUDA(cudaMemsetAsync(ys[0], 0xff, bytes, s));  // NaN poison
-    launch(k, ys[0], xs[0]);
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    CHECK_CUDA(cudaMemcpy(hy.data(), ys[0], bytes, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (int q = 0; q < 512; ++q) {
-      const int64_t r = q < 256 ? q : rows - 512 + q;
-      double m = -1e300, sum = 0;
-      for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(to_float(hx[r * cols + c])));
-      for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(to_float(hx[r * cols + c])) - m);
-      for (int64_t c = 0; c < cols; ++c) {
-        const double ref = std::exp(double(to_float(hx[r * cols + c])) - m) / sum;
-        const double err = std::fabs(double(to_float(hy[r * cols + c])) - ref) / (1e-3 + ref);
-        if (!(err <= worst)) worst = err;  // NaN sticks
-      }
-    }
+  for (int k = 0; k + 1 < kVariants; ++k) {  // each kernel against float64
+    const double worst = softmax_worst_error(k, buffers, rows, cols, s, launch);
     printf("%s %lldx%lld %-18s check: worst |err| / (1e-3 + ref) = %.3g%s\n", kDtype,
            (long long)rows, (long long)cols, kNames[k], worst, worst < 2e-2 ? "" : "  FAILED");
   }
 
   const std::vector<float> graph = graph_medians_us(kVariants, buffers, s, launch);
-  std::vector<float> single[kVariants];
   // As `oasr bench` times calls over 20 us: events around one call, queued behind a 1 ms spin,
   // the inputs rotating and one output buffer for every call (the caching allocator hands an
   // eager op the block its previous output freed).
-  for (int rep = 0; rep < 35; ++rep) {
-    spin<<<1, 1, 0, s>>>(1000000);
-    cudaEvent_t b[kVariants], f[kVariants];
-    for (int k = 0; k < kVariants; ++k) {
-      cudaEventCreate(&b[k]);
-      cudaEventCreate(&f[k]);
-      CHECK_CUDA(cudaEventRecord(b[k], s));
-      launch(k, ys[0], xs[(rep * kVariants + k) % sets]);
-      CHECK_CUDA(cudaEventRecord(f[k], s));
-    }
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    for (int k = 0; k < kVariants; ++k) {
-      float ms;
-      cudaEventElapsedTime(&ms, b[k], f[k]);
-      if (rep >= 5) single[k].push_back(ms * 1000);
-      cudaEventDestroy(b[k]);
-      cudaEventDestroy(f[k]);
-    }
-  }
-  auto median = [](std::vector<float>& v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+  const std::vector<float> single = one_call_medians_us(kVariants, buffers, s, launch);
   for (int k = 0; k < kVariants; ++k) {
     const float g = graph[k];
     printf("%s %lldx%lld %-18s graph %7.2f us (%.2fx production's time, %4.1f%% of 4.26 TB/s), "
            "one call %7.2f us\n",
            kDtype, (long long)rows, (long long)cols, kNames[k], g, g / graph[0],
-           100 * 2.0 * bytes / (g * 1e-6) / 4.26e12, median(single[k]));
+           100 * 2.0 * bytes / (g * 1e-6) / 4.26e12, single[k]);
   }
 }
 
