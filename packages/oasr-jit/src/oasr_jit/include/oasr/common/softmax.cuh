@@ -191,9 +191,9 @@ OASR_DEVICE V and_bits(V v, uint32_t m) {
 //              a time, the last pair of an odd row half past its end, stores element by element.
 // On the H200 at 32 x 4 x 250 x 250 with a key padding mask (oasr-norm's benchmarks/
 // experiments/masked_softmax_pairs.cu), against MaskedRow, which is bound by its ~94
-// instructions a value: kAligned, a dense bias 32.1 -> 19.4 us, a window 29.2 -> 17.8. The
-// bias as one word where it is aligned would be 2-6% faster for a dense bias, but a branch on
-// it costs as much.
+// instructions a value: kAligned, a dense bias 32.1 -> 19.4 us, a window 29.2 -> 17.8; by
+// element at 249 keys 32.1 -> 24.8. The bias as one word where it is aligned would be 1-10%
+// faster for a dense bias (1% at 250 keys, 6-10% at 500), but a branch on it costs as much.
 template <typename T, typename TBias, bool kAligned>
 struct MaskedPairRow {
   using Params = MaskedRowParams<T, TBias>;
