@@ -1,0 +1,147 @@
+"""Which row masked_softmax's launcher picks for a layout (softmax.cuh's masked_rows_unit_steps /
+masked_rows_pair_aligned), checked on the CPU: a host program built with the real nvcc asks both
+for a table of operand layouts and prints the answers. The pointers are addresses only (never
+dereferenced), so no GPU is needed. The GPU tests check every path's answers."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+
+from jit_helpers import requires_nvcc
+
+from oasr_jit import env, toolchain
+
+pytestmark = requires_nvcc
+
+# name: (C++ statements adjusting `a`, the MaskedSoftmaxArgs<half, TBias> of a contiguous
+# [2, 4, 250, 250] scores with every operand absent; TBias; the expected row)
+LAYOUTS = {
+    "plain": ("", "half", "pairs"),
+    "contiguous bias, mask, padding": (
+        "dense_bias(a); dense_mask(a); padding(a, 250);",
+        "half",
+        "pairs",
+    ),
+    "float32 bias": ("dense_bias(a);", "float", "pairs"),
+    "relative-position window bias": (
+        "a.bias = at<BiasT>(2); a.bias_stride[0] = 0; a.bias_stride[1] = 499;"
+        " a.bias_stride[2] = 1; a.bias_stride[3] = 1;",
+        "half",
+        "pairs",
+    ),
+    "padding broadcast over the batch": (
+        "padding(a, 250); a.kpm_stride[0] = 0;",
+        "half",
+        "pairs",
+    ),
+    "odd Tk": ("odd_keys(a);", "half", "pairs by element"),
+    "odd Tk in scores rows of even stride ([..., :249] of 250)": (
+        "odd_keys(a); a.scores_stride[0] = 4 * 249 * 250; a.scores_stride[1] = 249 * 250;"
+        " a.scores_stride[2] = 250;",
+        "half",
+        "pairs by element",
+    ),
+    "odd Tk, all operands": (
+        "odd_keys(a); dense_bias(a); dense_mask(a); padding(a, 249);",
+        "half",
+        "pairs by element",
+    ),
+    "scores an element off": ("a.scores = at<half>(2);", "half", "pairs by element"),
+    "out an element off": ("a.out = const_cast<half*>(at<half>(2));", "half", "pairs by element"),
+    "mask an element off": ("dense_mask(a); a.mask = at<uint8_t>(1);", "half", "pairs by element"),
+    "mask rows of odd stride": (
+        "dense_mask(a); a.mask_stride[2] = 251;",
+        "half",
+        "pairs by element",
+    ),
+    "padding rows of odd stride": (
+        "padding(a, 250); a.kpm_stride[0] = 251;",
+        "half",
+        "pairs by element",
+    ),
+    "odd stride on a dim of extent 1": (
+        "a.heads = 1; a.scores_stride[1] = 62501;",
+        "half",
+        "pairs",
+    ),
+    "bias slice [..., ::2]": ("dense_bias(a); a.bias_stride[3] = 2;", "half", "one value"),
+    "bias broadcast over the keys": ("dense_bias(a); a.bias_stride[3] = 0;", "half", "one value"),
+    "mask slice [..., ::3]": ("dense_mask(a); a.mask_stride[3] = 3;", "half", "one value"),
+    "no bias, float32 bias type": ("", "float", "one value"),
+}
+
+PROGRAM = textwrap.dedent(
+    """
+    #include <cstdio>
+    #include "oasr/common/softmax.cuh"
+    using namespace oasr;
+
+    template <typename P> const P* at(uintptr_t address) {
+      return reinterpret_cast<const P*>(uintptr_t(1) << 20 | address);
+    }
+    template <typename A> void dense_bias(A& a) {
+      using B = std::remove_const_t<std::remove_pointer_t<decltype(a.bias)>>;
+      a.bias = at<B>(0);
+      a.bias_stride[0] = 4 * 62500; a.bias_stride[1] = 62500;
+      a.bias_stride[2] = a.k_len; a.bias_stride[3] = 1;
+    }
+    template <typename A> void dense_mask(A& a) {
+      a.mask = at<uint8_t>(0);
+      a.mask_stride[0] = 0; a.mask_stride[1] = 0; a.mask_stride[2] = a.k_len;
+      a.mask_stride[3] = 1;
+    }
+    template <typename A> void padding(A& a, int64_t k_len) {
+      a.key_padding_mask = at<uint8_t>(0);
+      a.kpm_stride[0] = k_len; a.kpm_stride[1] = 1;
+    }
+    template <typename A> void odd_keys(A& a) {
+      a.k_len = a.q_len = 249;
+      a.scores_stride[0] = 4 * 249 * 249; a.scores_stride[1] = 249 * 249;
+      a.scores_stride[2] = 249;
+    }
+    template <typename BiasT> MaskedSoftmaxArgs<half, BiasT> contiguous() {
+      MaskedSoftmaxArgs<half, BiasT> a{};
+      a.out = const_cast<half*>(at<half>(1 << 19));
+      a.scores = at<half>(0);
+      a.batch = 2, a.heads = 4, a.q_len = 250, a.k_len = 250;
+      a.scores_stride[0] = 4 * 62500, a.scores_stride[1] = 62500, a.scores_stride[2] = 250;
+      a.scale = 1.0f;
+      return a;
+    }
+    template <typename A> const char* row(const A& a) {
+      if (!masked_rows_unit_steps(a)) return "one value";
+      return masked_rows_pair_aligned(a) ? "pairs" : "pairs by element";
+    }
+    int main() {
+    CASES
+      return 0;
+    }
+    """
+)
+
+
+def _case(index: int, statements: str, bias_type: str) -> str:
+    return (
+        f"  {{ using BiasT = {bias_type}; auto a = contiguous<BiasT>(); {statements}\n"
+        f'    std::printf("%d %s\\n", {index}, row(a)); }}'
+    )
+
+
+def test_masked_softmax_picks_the_row_its_layout_allows(tmp_path):
+    names = list(LAYOUTS)
+    cases = "\n".join(_case(i, LAYOUTS[name][0], LAYOUTS[name][1]) for i, name in enumerate(names))
+    source = tmp_path / "layouts.cu"
+    source.write_text(PROGRAM.replace("CASES", cases))
+    program = tmp_path / "layouts"
+    build = subprocess.run(
+        [toolchain.nvcc().path, "-std=c++17", "--expt-relaxed-constexpr",
+         f"-I{env.OASR_JIT_INCLUDE_DIR}", str(source), "-o", str(program)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    lines = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
+    got = {names[int(i)]: row for i, row in (line.split(" ", 1) for line in lines.splitlines())}
+    want = {name: expected for name, (_, _, expected) in LAYOUTS.items()}
+    assert set(want.values()) == {"pairs", "pairs by element", "one value"}
+    assert got == want
