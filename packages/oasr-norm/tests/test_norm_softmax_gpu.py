@@ -165,7 +165,7 @@ CASES = {
     "mask_slice3_broadcast_heads": dict(mask="slice3"),
     "key_padding": dict(kpm=True),
     "all": dict(bias="window", mask="slice2", kpm=True),
-    # unit steps over Tk: an even Tk takes two values a load (MaskedPairRow)
+    # unit steps over Tk: two values a load (MaskedPairRow), whole words at even Tk
     "mask_dense": dict(mask="dense"),
     "all_dense": dict(bias="hqk", mask="dense", kpm=True),
 }
@@ -224,7 +224,7 @@ def test_masked_matches_twin(kind, k_len, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("t", [125, 250])  # the one-value row, the pair row
+@pytest.mark.parametrize("t", [125, 250])  # odd and even Tk
 def test_masked_float32_bias_and_rel_shift_view(t, dtype):
     batch, heads = 2, 4
     scores, bias, mask, kpm = _case(CASES["all"], batch, heads, t, t, dtype, torch.float32)
