@@ -99,15 +99,6 @@ struct MaskedUnitRow : MaskedPairRow<TS, TS, true> {
   }
 };
 
-template <typename Row, int N>
-cudaError_t launch_row(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t stream) {
-  const int64_t rows = a.batch * a.heads * a.q_len;
-  const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
-  const MaskedRowParams<T, T> src{a, IndexDivmod(a.q_len, rows - 1),
-                                  IndexDivmod(a.heads, a.batch * a.heads - 1)};
-  return launch_softmax_by_width<Row, T, N>(dst, src, stream);
-}
-
 // kpm[b, k] = k >= length(b), lengths between Tk / 2 and Tk
 __global__ void fill_padding(uint8_t* kpm, int batch, int tk) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < batch * tk; i += gridDim.x * blockDim.x) {
@@ -154,12 +145,12 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
   auto launch = [&](int variant, T* out, T* scores) {
     const MaskedSoftmaxArgs<T, T> a = args_for(out, scores);
     const int id = ids[variant];
-    const cudaError_t status = id == 0   ? launch_row<MaskedRow<T, T>, 1>(a, s)
+    const cudaError_t status = id == 0   ? launch_masked_rows<MaskedRow<T, T>, 1>(a, s)
                                : id == 1 ? launch_masked_softmax(a, s)
-                               : id == 2 ? launch_row<MaskedPairRowWords<T, false>, 2>(a, s)
-                               : id == 3 ? launch_row<MaskedPairRowWords<T, true>, 2>(a, s)
-                               : id == 4 ? launch_row<MaskedUnitRow<T>, 1>(a, s)
-                                         : launch_row<MaskedPairRow<T, T, false>, 2>(a, s);
+                               : id == 2 ? launch_masked_rows<MaskedPairRowWords<T, false>, 2>(a, s)
+                               : id == 3 ? launch_masked_rows<MaskedPairRowWords<T, true>, 2>(a, s)
+                               : id == 4 ? launch_masked_rows<MaskedUnitRow<T>, 1>(a, s)
+                                         : launch_masked_rows<MaskedPairRow<T, T, false>, 2>(a, s);
     CHECK_CUDA(status);
   };
   const int kVariants = int(ids.size());

@@ -683,19 +683,25 @@ bool masked_rows_pair_aligned(const MaskedSoftmaxArgs<T, TBias>& a) {
          pairs(a.key_padding_mask, 1, kpm_strides, 1);
 }
 
-template <typename T, typename TBias>
-cudaError_t launch_masked_softmax(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
+// The masked rows of `a` through row source Row, N values a load.
+template <typename Row, int N, typename T, typename TBias>
+cudaError_t launch_masked_rows(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
   const int64_t rows = a.batch * a.heads * a.q_len;
   const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
   const MaskedRowParams<T, TBias> src{a, IndexDivmod(a.q_len, rows - 1),
                                       IndexDivmod(a.heads, a.batch * a.heads - 1)};
+  return launch_softmax_by_width<Row, T, N>(dst, src, stream);
+}
+
+template <typename T, typename TBias>
+cudaError_t launch_masked_softmax(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
   if (masked_rows_unit_steps(a)) {
     if (masked_rows_pair_aligned(a)) {
-      return launch_softmax_by_width<MaskedPairRow<T, TBias, true>, T, 2>(dst, src, stream);
+      return launch_masked_rows<MaskedPairRow<T, TBias, true>, 2>(a, stream);
     }
-    return launch_softmax_by_width<MaskedPairRow<T, TBias, false>, T, 2>(dst, src, stream);
+    return launch_masked_rows<MaskedPairRow<T, TBias, false>, 2>(a, stream);
   }
-  return launch_softmax_by_width<MaskedRow<T, TBias>, T, 1>(dst, src, stream);
+  return launch_masked_rows<MaskedRow<T, TBias>, 1>(a, stream);
 }
 
 }  // namespace oasr
