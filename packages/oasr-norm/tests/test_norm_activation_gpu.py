@@ -229,3 +229,104 @@ def test_cuda_graph_capture_on_a_side_stream(op):
         graph.replay()
         torch.cuda.synchronize()
         assert_close(out, _twin(op, x))
+
+
+# ---------------------------------------------------------------------------------------------
+# exact GELU of 16-bit tensors: the table module (oasr_gelu_table), both of its kernels
+
+GELU_TABLE_PATHS = {"auto": 0, "smem": 1, "gather": 2}
+
+
+def _table_gelu(x):
+    """GELU by the table the module was rendered from: the bits every kernel must produce."""
+    from oasr_norm._gelu_table import gelu_table
+
+    table = gelu_table("fp16" if x.dtype == torch.float16 else "bf16")
+    table = torch.tensor(table, dtype=torch.int32).to(torch.int16).to(x.device)
+    return table[x.view(torch.int16).long() & 0xFFFF].view(x.dtype)
+
+
+def _same_bits(out, want):
+    assert torch.equal(out.view(torch.int16), want.view(torch.int16))
+
+
+@pytest.mark.parametrize("path", GELU_TABLE_PATHS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gelu16_every_bit_pattern_is_the_table(dtype, path):
+    x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype).cuda()
+    out = _poisoned_out("gelu", x[None])
+    _jit.module("gelu_table").gelu16(out, x[None], GELU_TABLE_PATHS[path])
+    _same_bits(out[0], _table_gelu(x))
+
+
+# (rows, cols): small (auto: gather), one step of the smem walk per block (2M elements), a walk
+# of ~60 steps (16M), and odd sizes that leave a tail of n % 8 elements.
+@pytest.mark.parametrize("shape", [(3, 8195), (2048, 1024), (8000, 2048), (1001, 1003)], ids=str)
+@pytest.mark.parametrize("path", GELU_TABLE_PATHS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gelu16_kernels_agree_on_random_bits(dtype, path, shape):
+    bits = torch.randint(-(2**15), 2**15, shape, dtype=torch.int32, device="cuda")
+    x = bits.to(torch.int16).view(dtype)  # every kind of value: NaN, inf, subnormals
+    want = _table_gelu(x)
+    out = _poisoned_out("gelu", x)
+    _jit.module("gelu_table").gelu16(out, x, GELU_TABLE_PATHS[path])
+    _same_bits(out, want)
+    _jit.module("gelu_table").gelu16(x, x, GELU_TABLE_PATHS[path])  # in place
+    _same_bits(x, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gelu16_layouts_get_the_same_bits(dtype):
+    wide = _randn(64, 3 * 4096 + 8, dtype=dtype)
+    flat = _randn(4096 * 300 + 1, dtype=dtype)
+    views = {
+        "channel_slice": wide[:, :4096],
+        "unaligned_start": wide[:, 1:4097],
+        "row_slice": wide[::2, :4096],
+        "unaligned_flat": flat[1:],  # 1.2M elements off 16 bytes: auto takes the gather kernel
+    }
+    for name, x in views.items():
+        out = _poisoned_out("gelu", x)
+        assert oasr_norm.gelu(x, out=out) is out
+        assert torch.equal(out.view(torch.int16), _table_gelu(x).view(torch.int16)), name
+        with pytest.raises(ValueError, match="path 1"):
+            _jit.module("gelu_table").gelu16(out, x, GELU_TABLE_PATHS["smem"])
+
+
+def test_gelu16_refusals_raise_and_leave_the_context_healthy():
+    mod = _jit.module("gelu_table")
+    x = _randn(4, 64, dtype=torch.float16)
+    out = torch.empty_like(x)
+    with pytest.raises(TypeError, match="x has dtype float32"):
+        mod.gelu16(out.float(), x.float(), 0)
+    with pytest.raises(TypeError, match="same dtype"):
+        mod.gelu16(out.bfloat16(), x, 0)
+    with pytest.raises(ValueError, match="same shape"):
+        mod.gelu16(torch.empty(4, 63, device="cuda", dtype=x.dtype), x, 0)
+    with pytest.raises(ValueError, match="contiguous"):
+        mod.gelu16(torch.empty(64, 4, device="cuda", dtype=x.dtype).t(), x, 0)
+    buf = _randn(2 * 256, dtype=x.dtype)
+    with pytest.raises(ValueError, match="shares storage"):
+        mod.gelu16(buf[64 : 64 + 256].view(4, 64), buf[:256].view(4, 64), 0)
+    for bad in (-1, 3):
+        with pytest.raises(ValueError, match="path must be"):
+            mod.gelu16(out, x, bad)
+    _healthy()
+
+
+def test_gelu16_smem_kernel_in_a_cuda_graph():
+    x = _randn(1024, 1024, dtype=torch.float16)  # 1M elements: the smem kernel
+    out = torch.empty_like(x)
+    oasr_norm.gelu(x, out=out)
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
+        oasr_norm.gelu(x, out=out)
+    torch.cuda.current_stream().wait_stream(side)
+    for _ in range(3):
+        x.copy_(_randn(*x.shape, dtype=x.dtype))
+        poison_(out)
+        graph.replay()
+        torch.cuda.synchronize()
+        _same_bits(out, _table_gelu(x))

@@ -38,15 +38,18 @@ __global__ void spin(long long ns) {
   }
 }
 
-// Pairs of n-element input and output buffers, 512 MB in all (the H200's L2 holds 60 MB), the
-// inputs filled with fill(seed 7 + k, lo).
+// Pairs of n-element input and output buffers, 512 MB in all (the H200's L2 holds 60 MB; at
+// least one pair), the inputs filled with fill(seed 7 + k, lo).
 struct RotatingSets {
   size_t bytes;
   int sets;
   std::vector<T*> xs, ys;
 
   RotatingSets(size_t n, float lo)
-      : bytes(n * sizeof(T)), sets(int((512ull << 20) / (2 * bytes))), xs(sets), ys(sets) {
+      : bytes(n * sizeof(T)),
+        sets(std::max(1, int((512ull << 20) / (2 * bytes)))),
+        xs(sets),
+        ys(sets) {
     for (int k = 0; k < sets; ++k) {
       CHECK_CUDA(cudaMalloc(&xs[k], bytes));
       CHECK_CUDA(cudaMalloc(&ys[k], bytes));
