@@ -232,101 +232,136 @@ def test_cuda_graph_capture_on_a_side_stream(op):
 
 
 # ---------------------------------------------------------------------------------------------
-# exact GELU of 16-bit tensors: the table module (oasr_gelu_table), both of its kernels
+# exact GELU of large 16-bit tensors: the table kernel (gelu_table.cuh), whose bits must be the
+# erff kernel's (and so PyTorch's) on every input
 
-GELU_TABLE_PATHS = {"auto": 0, "smem": 1, "gather": 2}
-
-
-def _table_gelu(x):
-    """GELU by the table the module was rendered from: the bits every kernel must produce."""
-    from oasr_norm._gelu_table import gelu_table
-
-    table = gelu_table("fp16" if x.dtype == torch.float16 else "bf16")
-    table = torch.tensor(table, dtype=torch.int32).to(torch.int16).to(x.device)
-    return table[x.view(torch.int16).long() & 0xFFFF].view(x.dtype)
+HALF_DTYPES = [torch.float16, torch.bfloat16]
+TABLE_MIN_ELEMENTS = 1 << 22  # kGeluTableMinElements
 
 
-def _same_bits(out, want):
-    assert torch.equal(out.view(torch.int16), want.view(torch.int16))
+def _every_pattern(dtype):
+    return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype).cuda()
 
 
-@pytest.mark.parametrize("path", GELU_TABLE_PATHS)
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_gelu16_every_bit_pattern_is_the_table(dtype, path):
-    x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype).cuda()
-    out = _poisoned_out("gelu", x[None])
-    _jit.module("gelu_table").gelu16(out, x[None], GELU_TABLE_PATHS[path])
-    _same_bits(out[0], _table_gelu(x))
+def _bits(t):
+    return t.view(torch.int16)
 
 
-# (rows, cols): small (auto: gather), one step of the smem walk per block (2M elements), a walk
-# of ~60 steps (16M), and odd sizes that leave a tail of n % 8 elements.
-@pytest.mark.parametrize("shape", [(3, 8195), (2048, 1024), (8000, 2048), (1001, 1003)], ids=str)
-@pytest.mark.parametrize("path", GELU_TABLE_PATHS)
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_gelu16_kernels_agree_on_random_bits(dtype, path, shape):
-    bits = torch.randint(-(2**15), 2**15, shape, dtype=torch.int32, device="cuda")
-    x = bits.to(torch.int16).view(dtype)  # every kind of value: NaN, inf, subnormals
-    want = _table_gelu(x)
+def _erff_gelu_of_bits(dtype):
+    """out[b + 2^15] = the erff kernel's GELU of the dtype value with bits b (64K elements: the
+    activation launcher's erff kernel)."""
+    x = _every_pattern(dtype)
+    out = _poisoned_out("gelu", x[None])[0]
+    oasr_norm.gelu(x[None], out=out[None])
+    return out
+
+
+def _expected_gelu(x):
+    """The erff kernel's bits for every element of a 16-bit tensor, by lookup."""
+    table = _bits(_erff_gelu_of_bits(x.dtype))
+    return table[_bits(x).long() + 2**15].view(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_gelu_table_kernel_has_the_erff_kernels_bits_on_every_16bit_input(dtype):
+    x = _every_pattern(dtype)[None]
+    erff = _erff_gelu_of_bits(dtype)[None]
     out = _poisoned_out("gelu", x)
-    _jit.module("gelu_table").gelu16(out, x, GELU_TABLE_PATHS[path])
-    _same_bits(out, want)
-    _jit.module("gelu_table").gelu16(x, x, GELU_TABLE_PATHS[path])  # in place
-    _same_bits(x, want)
+    _jit.module("activation").gelu_table(out, x)
+    assert torch.equal(_bits(out), _bits(erff))
+    # and PyTorch's (its float32 formula, rounded once), NaN payloads aside
+    torch.testing.assert_close(erff, twins.gelu(x), rtol=0, atol=0, equal_nan=True)
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_gelu16_layouts_get_the_same_bits(dtype):
-    wide = _randn(64, 3 * 4096 + 8, dtype=dtype)
-    flat = _randn(4096 * 300 + 1, dtype=dtype)
-    views = {
-        "channel_slice": wide[:, :4096],
-        "unaligned_start": wide[:, 1:4097],
-        "row_slice": wide[::2, :4096],
-        "unaligned_flat": flat[1:],  # 1.2M elements off 16 bytes: auto takes the gather kernel
-    }
-    for name, x in views.items():
+# (rows, cols): at the table threshold, off every vector (a tail of n % 8), a walk of ~60 steps
+@pytest.mark.parametrize("shape", [(2048, 2048), (2001, 2099), (8000, 2048)], ids=str)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_large_gelu_takes_the_table_with_the_same_bits(dtype, shape):
+    assert shape[0] * shape[1] >= TABLE_MIN_ELEMENTS
+    bits = torch.randint(-(2**15), 2**15, shape, dtype=torch.int32, device="cuda")
+    for x in (_randn(*shape, dtype=dtype), bits.to(torch.int16).view(dtype)):
+        want = _expected_gelu(x)
         out = _poisoned_out("gelu", x)
         assert oasr_norm.gelu(x, out=out) is out
-        assert torch.equal(out.view(torch.int16), _table_gelu(x).view(torch.int16)), name
-        with pytest.raises(ValueError, match="path 1"):
-            _jit.module("gelu_table").gelu16(out, x, GELU_TABLE_PATHS["smem"])
+        assert torch.equal(_bits(out), _bits(want))
+        forced = _poisoned_out("gelu", x)
+        _jit.module("activation").gelu_table(forced, x)
+        assert torch.equal(_bits(forced), _bits(want))
+        oasr_norm.gelu(x, out=x)  # in place
+        assert torch.equal(_bits(x), _bits(want))
 
 
-def test_gelu16_refusals_raise_and_leave_the_context_healthy():
-    mod = _jit.module("gelu_table")
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_large_strided_gelu_keeps_the_bits(dtype):
+    wide = _randn(1024, 2 * 4096 + 8, dtype=dtype)
+    for x in (wide[:, :4096], wide[:, 1:4097], _randn(4096 * 1025 + 1, dtype=dtype)[1:]):
+        out = _poisoned_out("gelu", x)
+        oasr_norm.gelu(x, out=out)
+        assert torch.equal(_bits(out), _bits(_expected_gelu(x)))
+
+
+def test_gelu_table_refusals_raise_and_leave_the_context_healthy():
+    mod = _jit.module("activation")
     x = _randn(4, 64, dtype=torch.float16)
     out = torch.empty_like(x)
     with pytest.raises(TypeError, match="x has dtype float32"):
-        mod.gelu16(out.float(), x.float(), 0)
+        mod.gelu_table(out.float(), x.float())
     with pytest.raises(TypeError, match="same dtype"):
-        mod.gelu16(out.bfloat16(), x, 0)
+        mod.gelu_table(out.bfloat16(), x)
     with pytest.raises(ValueError, match="same shape"):
-        mod.gelu16(torch.empty(4, 63, device="cuda", dtype=x.dtype), x, 0)
+        mod.gelu_table(torch.empty(4, 63, device="cuda", dtype=x.dtype), x)
     with pytest.raises(ValueError, match="contiguous"):
-        mod.gelu16(torch.empty(64, 4, device="cuda", dtype=x.dtype).t(), x, 0)
+        mod.gelu_table(out, _randn(4, 128, dtype=x.dtype)[:, :64])
+    with pytest.raises(ValueError, match="16-byte boundary"):
+        mod.gelu_table(out.view(-1)[:255], _randn(257, dtype=x.dtype)[1:256])
     buf = _randn(2 * 256, dtype=x.dtype)
     with pytest.raises(ValueError, match="shares storage"):
-        mod.gelu16(buf[64 : 64 + 256].view(4, 64), buf[:256].view(4, 64), 0)
-    for bad in (-1, 3):
-        with pytest.raises(ValueError, match="path must be"):
-            mod.gelu16(out, x, bad)
+        mod.gelu_table(buf[64 : 64 + 256].view(4, 64), buf[:256].view(4, 64))
     _healthy()
 
 
-def test_gelu16_smem_kernel_in_a_cuda_graph():
-    x = _randn(1024, 1024, dtype=torch.float16)  # 1M elements: the smem kernel
-    out = torch.empty_like(x)
-    oasr_norm.gelu(x, out=out)
-    graph = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
+def test_large_gelu_in_a_cuda_graph_before_and_after_the_tables_exist():
+    """In a fresh process the first large GELU is captured before the tables exist: the erff
+    kernel runs in the graph; after an eager call has made them, a new capture runs the table
+    kernel. Both replays give PyTorch's bits, and gelu_table refuses to make the tables inside a
+    capture."""
+    import subprocess
+    import sys
+
+    code = """
+import torch, oasr_norm
+from oasr_norm import _jit
+x = (torch.randn(2048, 2048, device="cuda") * 3).half()
+out = torch.empty_like(x)
+oasr_norm.gelu(x[:4])  # load the module and the erff kernel outside any capture
+
+
+def captured(fn):
+    graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
-        oasr_norm.gelu(x, out=out)
+        fn()
     torch.cuda.current_stream().wait_stream(side)
-    for _ in range(3):
-        x.copy_(_randn(*x.shape, dtype=x.dtype))
-        poison_(out)
-        graph.replay()
-        torch.cuda.synchronize()
-        _same_bits(out, _table_gelu(x))
+    return graph
+
+
+def check(graph):
+    x.copy_((torch.randn(2048, 2048, device="cuda") * 3).half())
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.int16), torch.nn.functional.gelu(x).view(torch.int16))
+
+
+check(captured(lambda: oasr_norm.gelu(x, out=out)))  # no tables yet: erff
+try:
+    captured(lambda: _jit.module("activation").gelu_table(out, x))
+    raise AssertionError("gelu_table made the tables inside a capture")
+except RuntimeError as e:
+    assert "before capturing" in str(e), e
+oasr_norm.gelu(x, out=out)  # eager: makes the tables
+check(captured(lambda: oasr_norm.gelu(x, out=out)))  # the table kernel
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr

@@ -13,13 +13,30 @@
 // steps of two 16-byte vectors a thread, loading the next step before it maps the current one.
 //
 // Variants, timed on hashed inputs uniform over [-4, 4):
-//   0 the library's gelu (erff)            1 the library's relu (the memory-bound reference)
+//   0 the library's erff GELU kernel       1 the library's relu (the memory-bound reference)
 //   2 table in shared memory, 1024 threads  3 table in shared memory, 512 threads
 //   4 table gathered from global memory (L1) by the library's chunked launch shape
 //   5 the table copy alone (variant 2 with no elements)
 // Each table variant is checked bit for bit against the host's table; the library's erff GELU
 // (bit-identical to PyTorch's F.gelu) is compared with the table over all 65536 inputs: how
 // many differ, by how many ulps, and where. -DDTYPE=0 half, 1 bf16; build line in README.md.
+//
+// H200 (session 22). Every table variant equal to the host's table on every output. The erff
+// GELU against the table over all 65536 inputs: fp16 373 differ (328 by one ulp; 298 below x =
+// -4, where PyTorch's 1 + erff cancels; worst 2 ulps at x = -4.05), bf16 201 (14 by one ulp; 200
+// below -4, worst x = -5.56: erff gives -0, the table -7.4e-8). us as graph replays / one call
+// between events:
+//                          fp16 8000x2048   fp16 32000x5120   bf16 8000x2048   bf16 32000x5120
+//   library gelu (erff)    21.62 / 24.54    189.75 / 196.54   21.77 / 24.61    188.15 / 194.94
+//   library relu           16.44 / 18.85    155.90 / 157.12   16.42 / 18.85    155.88 / 157.09
+//   table smem, 1024 thr   19.23 / 21.86    174.87 / 169.28   19.19 / 21.89    173.98 / 168.96
+//   table smem, 512 thr    22.24 / 24.96    186.73 / 189.63   22.18 / 24.90    186.67 / 189.15
+//   table global (L1)      25.13 / 28.00    199.17 / 200.90   19.02 / 21.28    157.35 / 158.72
+//   table copy alone        2.63 /  5.31
+// Adopted: the shared-memory table with 1024 threads (oasr/norm/gelu_table.cuh). The global
+// table through L1 is fast only where the inputs use few entries: bf16's 7-bit mantissa puts
+// these inputs on ~1000 of them, fp16's on ~8000, and then it is the slowest variant.
+// gelu_table_fill.cu tries to shorten the table copy.
 #include <cstring>
 #include <vector>
 
@@ -192,9 +209,10 @@ int main() {
       const auto* xv = reinterpret_cast<const uint4*>(x);
       const auto* tv = reinterpret_cast<const uint4*>(d_table);
       switch (k) {
-        case 0:
-          norm::launch_activation<norm::Activation::kGelu>(
-              norm::ActivationArgs<T>{y, x, rows, cols, cols}, s);
+        case 0:  // the erff kernel (launch_activation now takes a table at these sizes)
+          norm::launch_chunked<Vec<T, kVec128<T>>>(
+              norm::activation_kernel<norm::Activation::kGelu, T, kVec128<T>, true>,
+              norm::ActivationArgs<T>{y, x, rows, cols, cols}, IndexDivmod(), num_vecs, s);
           break;
         case 1:
           norm::launch_activation<norm::Activation::kRelu>(

@@ -4,8 +4,6 @@
                        per dtype so nvcc builds them in parallel
     oasr_norm_channels batch_norm1d (BTC, per channel) and group_norm
     oasr_activation    the elementwise activations and GLU
-    oasr_gelu_table    exact GELU of float16 / bfloat16 by a table of every input's output: its
-                       own module, so only a process that calls it renders the tables (~0.2 s)
     oasr_softmax       softmax, log_softmax, masked_softmax
 
 Module names carry no arch: the key does (one architecture per process).
@@ -60,18 +58,6 @@ def gen_activation_module() -> JitSpec:
     )
 
 
-def gen_gelu_table_module() -> JitSpec:
-    from ._gelu_table import table_source
-
-    context = {"fp16": table_source("fp16"), "bf16": table_source("bf16")}
-    return gen_jinja_jit_spec(
-        "oasr_gelu_table",
-        [("gelu_table.cu", TEMPLATE_DIR / "gelu_table.cu.jinja", context)],
-        sources=_csrc("gelu_table_launch.cu", "gelu_table_jit_binding.cu"),
-        extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
-    )
-
-
 def gen_softmax_module() -> JitSpec:
     return gen_jit_spec(
         "oasr_softmax",
@@ -84,7 +70,6 @@ GENERATORS = {
     "rows": gen_row_norm_module,
     "channels": gen_channel_norm_module,
     "activation": gen_activation_module,
-    "gelu_table": gen_gelu_table_module,
     "softmax": gen_softmax_module,
 }
 
@@ -96,6 +81,5 @@ def production_specs(arch) -> list[JitSpec]:
 
 @functools.cache
 def module(kind: str):
-    """The loaded module of one kind ("rows", "channels", "activation", "gelu_table",
-    "softmax")."""
+    """The loaded module of one kind ("rows", "channels", "activation", "softmax")."""
     return GENERATORS[kind]().build_and_load()

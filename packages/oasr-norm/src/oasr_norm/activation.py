@@ -25,11 +25,7 @@ def _activation(x: torch.Tensor, out: torch.Tensor | None, name: str) -> torch.T
     check_input(x, min_dim=0)
     check_rows(x)
     out = output(out, x)
-    if not x.numel():
-        return out
-    if name == "gelu" and x.dtype != torch.float32:  # 16-bit: the table (see gelu)
-        _jit.module("gelu_table").gelu16(out, x, 0)
-    else:
+    if x.numel():
         _jit.module("activation").activation(out, x, activation_code(name))
     return out
 
@@ -43,11 +39,7 @@ def gelu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     x : [..., C] float32 / float16 / bfloat16, CUDA (rows may be strided, see the module doc).
     out : [..., C] contiguous, x's dtype; allocated when None; may be x itself.
 
-    Returns ``out``. Equivalent to ``F.gelu(x)``. float16 and bfloat16 outputs are correctly
-    rounded (a table of every 16-bit input's GELU, computed in float64: ``oasr_norm._gelu_table``);
-    they differ from PyTorch's float32 formula by one ulp on a few inputs, and below x ~ -3.6,
-    where PyTorch's ``1 + erf`` cancels (a few ulps off, then 0), this one keeps the tiny true
-    value.
+    Returns ``out``. Equivalent to ``F.gelu(x)``.
     """
     return _activation(x, out, "gelu")
 

@@ -18,8 +18,9 @@ NORM_ROWS = (8000, 32000)
 #: model widths: Conformer (WeNet-S) 256, icefall-L / Zipformer 512, FastConformer-XL 1024,
 #: Whisper-large 1280
 NORM_WIDTHS = (256, 512, 1024, 1280)
-#: FFN hidden activations: Conformer 8000 × 2048, Whisper 32000 × 5120
-ACTIVATION_SHAPES = ((8000, 2048), (32000, 5120))
+#: FFN hidden activations: one Conformer utterance 250 × 2048 (batch 1, streaming), a batch
+#: 8000 × 2048, Whisper 32000 × 5120
+ACTIVATION_SHAPES = ((250, 2048), (8000, 2048), (32000, 5120))
 #: GLU of the conv module's pointwise output, [M, 2C] -> [M, C]
 GLU_SHAPES = ((8000, 1024), (32000, 2048))
 #: attention scores [B, H, Tq, Tk]: Conformer B32 H8 T250, Whisper-large B16 H20 T1500

@@ -33,6 +33,39 @@ void activation(TensorView out, TensorView x, int64_t activation) {
   });
 }
 
+// out = GELU(x) by the table kernel whatever the size (gelu_table.cuh; `activation` takes it for
+// large tensors only): what the GPU tests compare with the erff kernel on every 16-bit input.
+// x and out contiguous float16 / bfloat16 starting on 16-byte boundaries; out may be x itself.
+void gelu_table(TensorView out, TensorView x) {
+  DeviceScope scope(out);
+  scope.check_same_device(x, "x");
+  check_dtype(x, {kFloat16, kBFloat16}, "x");
+  check_same_dtype(out, "out", x, "x");
+  check_same_shape(out, "out", x, "x");
+  check_contiguous(out, "out");
+  check_contiguous(x, "x");
+  for (const auto& [t, name] : {std::pair{&out, "out"}, std::pair{&x, "x"}}) {
+    if (reinterpret_cast<uintptr_t>(data_bytes(*t)) % 16 != 0) {
+      TVM_FFI_THROW(ValueError) << name << " must start on a 16-byte boundary; pass a fresh "
+                                << "(contiguous) tensor";
+    }
+  }
+  if (data_bytes(out) != data_bytes(x)) check_no_overlap(out, "out", x, "x");
+  if (x.numel() == 0) return;
+  bool ready;
+  check_cuda_status(norm::make_gelu_tables(scope.stream(), &ready), "making the GELU tables");
+  if (!ready) {
+    TVM_FFI_THROW(RuntimeError) << "the GELU tables are made on the first call outside CUDA-graph "
+                                << "capture; call gelu_table once before capturing it";
+  }
+  OASR_DISPATCH_HALF_DTYPE(x.dtype(), "x", T, [&] {
+    check_cuda_status(norm::launch_gelu_table(reinterpret_cast<T*>(data_bytes(out)),
+                                              reinterpret_cast<const T*>(data_bytes(x)),
+                                              x.numel(), scope.stream()),
+                      "GELU table kernel");
+  });
+}
+
 // out = a * sigmoid(b) with [a | b] = x [..., 2C] (uniformly strided rows), out [..., C].
 void glu(TensorView out, TensorView x) {
   DeviceScope scope(out);

@@ -2,7 +2,9 @@
 #include "tvm_ffi_utils.h"
 
 void activation(TensorView out, TensorView x, int64_t activation);
+void gelu_table(TensorView out, TensorView x);
 void glu(TensorView out, TensorView x);
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(activation, activation);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gelu_table, gelu_table);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(glu, glu);
