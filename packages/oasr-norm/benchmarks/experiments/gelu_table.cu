@@ -33,7 +33,10 @@
 //   table smem, 512 thr    22.24 / 24.96    186.73 / 189.63   22.18 / 24.90    186.67 / 189.15
 //   table global (L1)      25.13 / 28.00    199.17 / 200.90   19.02 / 21.28    157.35 / 158.72
 //   table copy alone        2.63 /  5.31
-// Adopted: the shared-memory table with 1024 threads (oasr/norm/gelu_table.cuh). The global
+// Adopted: the shared-memory table with 1024 threads (oasr/norm/gelu_table.cuh), for contiguous
+// tensors of 4M+ elements (gelu_table_sizes.py), with the table made on the device from the erff
+// kernel's own expression instead of this probe's float64 one, so that the bits are PyTorch's
+// whichever kernel runs. The global
 // table through L1 is fast only where the inputs use few entries: bf16's 7-bit mantissa puts
 // these inputs on ~1000 of them, fp16's on ~8000, and then it is the slowest variant.
 // gelu_table_fill.cu tries to shorten the table copy.
