@@ -61,6 +61,23 @@ def test_matches_twin(op, rows, cols, dtype):
     assert_close(got, want)
 
 
+@pytest.mark.parametrize("grain", ["two vectors", "one vector", "half"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", UNARY)
+def test_every_grain_of_the_contiguous_launch(op, dtype, grain):
+    """A contiguous tensor gets two 16-byte vectors a thread where that makes a wave of blocks,
+    else one where one-vector threads fill half a wave, else half a vector (launch_activation).
+    One size in each band (from the SM count, as the launcher), off a whole vector by 3."""
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    wave = sms * 16 * 128  # threads: 16 blocks of 128 on every SM
+    per_vector = 16 // torch.tensor([], dtype=dtype).element_size()
+    vectors = {"two vectors": 2.4 * wave, "one vector": 0.6 * wave, "half": 0.25 * wave}[grain]
+    x = _randn(int(vectors * per_vector) + 3, dtype=dtype)
+    out = _poisoned_out(op, x)
+    assert _run(op, x, out=out) is out
+    assert_close(out, _twin(op, x))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape", [(), (0,), (2, 0, 8), (5,), (2, 125, 256), (3, 7, 1, 80)], ids=str
