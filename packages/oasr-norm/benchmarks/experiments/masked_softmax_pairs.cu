@@ -32,6 +32,17 @@
 //   8x4x499  window       35.7        26.8        33.1
 // (at even Tk any-align is 25.0 against the aligned row's 19.5 at 250 keys: both are kept).
 //
+// Session 22: fewer lanes a row, so that a row's set-up (its offsets, 64-bit index divisions:
+// ~200 instructions a lane) runs on fewer lanes per row. fp16, us:
+//                      library (a warp a row)   half a warp   8 lanes
+//   32x4x250 dense            19.73                25.28        33.84
+//   32x4x249 dense            25.03                32.34        50.24
+//   8x4x500  dense            24.60                33.99          -
+//   32x4x250 window           17.94                19.76        25.16
+//   8x4x500  window           19.66                24.88          -
+// Slower everywhere: the longer serial chain of pairs a lane costs more than the shared set-up
+// saves. Not adopted.
+//
 // The program checks every variant against a float64 masked softmax (first and last 64 rows), then
 // times them with probe_util.cuh's graph_medians_us (graphs of 64 launches over scores and
 // outputs rotated past L2, each with its own bias; medians of 30 interleaved replays).
@@ -99,6 +110,34 @@ struct MaskedUnitRow : MaskedPairRow<TS, TS, true> {
   }
 };
 
+// The pair row with kGroup lanes a row (the library's launcher: a warp) and kVecs pairs a lane:
+// a half or a quarter warp a row runs the row's set-up (its offsets, 64-bit index divisions)
+// on fewer lanes per row.
+template <int kGroup, int kVecs, bool kAligned>
+cudaError_t launch_group_rows(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t s) {
+  const int64_t rows = a.batch * a.heads * a.q_len;
+  const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
+  const MaskedRowParams<T, T> src{a, IndexDivmod(a.q_len, rows - 1),
+                                  IndexDivmod(a.heads, a.batch * a.heads - 1)};
+  return launch_softmax_rows<MaskedPairRow<T, T, kAligned>, T, 2, kGroup, kVecs,
+                             kSoftmaxWarpBlockThreads>(dst, src, s);
+}
+
+template <int kGroup>
+cudaError_t launch_group(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t s) {
+  const int64_t pairs_per_lane = (a.k_len + 2 * kGroup - 1) / (2 * kGroup);
+  const bool aligned = masked_rows_pair_aligned(a);
+  if (pairs_per_lane <= 8) {
+    return aligned ? launch_group_rows<kGroup, 8, true>(a, s)
+                   : launch_group_rows<kGroup, 8, false>(a, s);
+  }
+  if (pairs_per_lane <= 16) {
+    return aligned ? launch_group_rows<kGroup, 16, true>(a, s)
+                   : launch_group_rows<kGroup, 16, false>(a, s);
+  }
+  return cudaErrorNotSupported;
+}
+
 // kpm[b, k] = k >= length(b), lengths between Tk / 2 and Tk
 __global__ void fill_padding(uint8_t* kpm, int batch, int tk) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < batch * tk; i += gridDim.x * blockDim.x) {
@@ -142,6 +181,8 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
   // 5 the pair row for any alignment (what odd Tk takes)
   std::vector<int> ids = t % 2 ? std::vector<int>{0, 1, 4} : std::vector<int>{0, 1, 3, 5};
   if (!window && t % 2 == 0) ids.insert(ids.begin() + 2, 2);
+  ids.push_back(6);  // half a warp a row
+  if (t < 260) ids.push_back(7);  // a quarter warp a row (16 pairs a lane)
   auto launch = [&](int variant, T* out, T* scores) {
     const MaskedSoftmaxArgs<T, T> a = args_for(out, scores);
     const int id = ids[variant];
@@ -150,11 +191,14 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
                                : id == 2 ? launch_masked_rows<MaskedPairRowWords<T, false>, 2>(a, s)
                                : id == 3 ? launch_masked_rows<MaskedPairRowWords<T, true>, 2>(a, s)
                                : id == 4 ? launch_masked_rows<MaskedUnitRow<T>, 1>(a, s)
-                                         : launch_masked_rows<MaskedPairRow<T, T, false>, 2>(a, s);
+                               : id == 5 ? launch_masked_rows<MaskedPairRow<T, T, false>, 2>(a, s)
+                               : id == 6 ? launch_group<16>(a, s)
+                                         : launch_group<8>(a, s);
     CHECK_CUDA(status);
   };
   const int kVariants = int(ids.size());
-  const char* all_names[6] = {"one-value", "library", "words", "branch", "unit", "any-align"};
+  const char* all_names[8] = {"one-value", "library", "words", "branch",
+                              "unit",      "any-align", "half-warp", "8 lanes"};
   std::vector<const char*> names;
   for (int id : ids) names.push_back(all_names[id]);
   const char* layout = window ? "window" : "dense";
