@@ -105,25 +105,11 @@ template <int kThreads>
 __global__ void __launch_bounds__(kThreads, 1)
     table_smem(uint4* out, const uint4* x, int64_t num_vecs, const uint4* table) {
   extern __shared__ uint4 smem[];
-  const int64_t stride = int64_t(gridDim.x) * kThreads * 2;
-  int64_t v = int64_t(blockIdx.x) * kThreads * 2 + threadIdx.x;
-  uint4 a = {}, b = {};
-  if (v < num_vecs) a = x[v];
-  if (v + kThreads < num_vecs) b = x[v + kThreads];
+  norm::PersistentVecWalk<kThreads> walk(x, out, num_vecs);
   for (int i = threadIdx.x; i < kTableBytes / 16; i += kThreads) smem[i] = table[i];
   __syncthreads();
   const uint16_t* tab = reinterpret_cast<const uint16_t*>(smem);
-  while (v < num_vecs) {
-    const int64_t next = v + stride;
-    uint4 na = {}, nb = {};
-    if (next < num_vecs) na = x[next];
-    if (next + kThreads < num_vecs) nb = x[next + kThreads];
-    out[v] = map_vec(tab, a);
-    if (v + kThreads < num_vecs) out[v + kThreads] = map_vec(tab, b);
-    v = next;
-    a = na;
-    b = nb;
-  }
+  walk.run([&](uint4 q) { return map_vec(tab, q); });
 }
 
 // The library's launch shape (a 128-thread block a chunk of two vectors a thread), the table
@@ -154,10 +140,9 @@ int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   int sms;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CHECK_CUDA(cudaFuncSetAttribute(table_smem<1024>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  kTableBytes));
-  CHECK_CUDA(cudaFuncSetAttribute(table_smem<512>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  kTableBytes));
+  for (auto f : {table_smem<1024>, table_smem<512>}) {
+    CHECK_CUDA(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, kTableBytes));
+  }
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreate(&s));
   const std::vector<uint16_t> table = gelu_table();
@@ -231,29 +216,15 @@ int main() {
       }
     };
     // Correctness: each table variant bit for bit against the host table.
-    std::vector<uint16_t> hx(n), hy(n);
-    CHECK_CUDA(cudaMemcpy(hx.data(), sets.xs[0], n * 2, cudaMemcpyDeviceToHost));
     for (int k = 2; k <= 4; ++k) {
-      CHECK_CUDA(cudaMemsetAsync(sets.ys[0], 0xff, n * 2, s));
-      launch(k, sets.ys[0], sets.xs[0]);
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      CHECK_CUDA(cudaGetLastError());
-      CHECK_CUDA(cudaMemcpy(hy.data(), sets.ys[0], n * 2, cudaMemcpyDeviceToHost));
-      int64_t bad = 0;
-      for (int64_t i = 0; i < n; ++i) bad += hy[i] != table[hx[i]];
+      const int64_t bad = table_mismatches(k, sets, n, table, s, launch);
       printf("%s %lldx%lld variant %d: %lld of %lld outputs differ from the host table\n", kDtype,
              (long long)rows, (long long)cols, k, (long long)bad, (long long)n);
     }
-    const char* names[] = {"library gelu (erff)", "library relu", "table smem 1024 thr",
-                           "table smem 512 thr", "table global (L1)", "table copy alone"};
-    const auto graph = graph_medians_us(6, sets, s, launch, /*one_output=*/true);
-    const auto one = one_call_medians_us(6, sets, s, launch);
-    const double copy_us = 2.0 * n * 2 / 4.27e6;
-    for (int k = 0; k < 6; ++k) {
-      printf("%s %lldx%lld %-22s graph %8.2f us (%5.1f%% of copy)  one call %8.2f us (%5.1f%%)\n",
-             kDtype, (long long)rows, (long long)cols, names[k], graph[k],
-             100 * copy_us / graph[k], one[k], 100 * copy_us / one[k]);
-    }
+    const std::vector<const char*> names = {"library gelu (erff)", "library relu",
+                                            "table smem 1024 thr", "table smem 512 thr",
+                                            "table global (L1)",   "table copy alone"};
+    print_elementwise_times(names, sets, rows, cols, s, launch);
   }
   return 0;
 }

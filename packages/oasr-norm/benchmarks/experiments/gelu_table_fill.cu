@@ -77,13 +77,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma_walk(GeluTableArgs a, int64_t num_vecs) {
   extern __shared__ __align__(128) uint4 smem_table[];
   __shared__ __align__(8) uint64_t bar;
-  const auto* x = reinterpret_cast<const uint4*>(a.x);
-  auto* out = reinterpret_cast<uint4*>(a.out);
-  const int64_t stride = int64_t(gridDim.x) * kThreads * 2;
-  int64_t v = int64_t(blockIdx.x) * kThreads * 2 + threadIdx.x;
-  uint4 lo = {}, hi = {};
-  if (v < num_vecs) lo = x[v];
-  if (v + kThreads < num_vecs) hi = x[v + kThreads];
+  PersistentVecWalk<kThreads> walk(reinterpret_cast<const uint4*>(a.x),
+                                   reinterpret_cast<uint4*>(a.out), num_vecs);
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bar)));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -127,17 +122,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       : "memory");
   if constexpr (kCluster > 1) cluster_arrive();  // my table is whole: others may exit
   const auto* table = reinterpret_cast<const uint16_t*>(smem_table);
-  while (v < num_vecs) {
-    const int64_t next = v + stride;
-    uint4 next_lo = {}, next_hi = {};
-    if (next < num_vecs) next_lo = x[next];
-    if (next + kThreads < num_vecs) next_hi = x[next + kThreads];
-    out[v] = gelu_table_vec(table, lo);
-    if (v + kThreads < num_vecs) out[v + kThreads] = gelu_table_vec(table, hi);
-    v = next;
-    lo = next_lo;
-    hi = next_hi;
-  }
+  walk.run([&](uint4 q) { return gelu_table_vec(table, q); });
   // No block exits while a multicast into it may be in flight (its own wait covers that) or
   // while it may still multicast into others (their arrive above says they have it all).
   if constexpr (kCluster > 1) cluster_wait();
@@ -153,13 +138,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     prefetch_walk(GeluTableArgs a, int64_t num_vecs) {
   extern __shared__ uint4 smem_table[];
   const auto* x = reinterpret_cast<const uint4*>(a.x);
-  auto* out = reinterpret_cast<uint4*>(a.out);
-  const int64_t stride = int64_t(gridDim.x) * kThreads * 2;
-  int64_t v = int64_t(blockIdx.x) * kThreads * 2 + threadIdx.x;
-  uint4 lo = {}, hi = {};
-  if (v < num_vecs) lo = x[v];
-  if (v + kThreads < num_vecs) hi = x[v + kThreads];
+  PersistentVecWalk<kThreads> walk(x, reinterpret_cast<uint4*>(a.out), num_vecs);
   if (threadIdx.x == 0) {
+    const int64_t stride = int64_t(gridDim.x) * kThreads * 2;
     for (int k = 1; k <= kSteps; ++k) {
       const int64_t first = int64_t(blockIdx.x) * kThreads * 2 + k * stride;
       if (first >= num_vecs) break;
@@ -175,17 +156,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   const auto* table = reinterpret_cast<const uint16_t*>(smem_table);
-  while (v < num_vecs) {
-    const int64_t next = v + stride;
-    uint4 next_lo = {}, next_hi = {};
-    if (next < num_vecs) next_lo = x[next];
-    if (next + kThreads < num_vecs) next_hi = x[next + kThreads];
-    out[v] = gelu_table_vec(table, lo);
-    if (v + kThreads < num_vecs) out[v + kThreads] = gelu_table_vec(table, hi);
-    v = next;
-    lo = next_lo;
-    hi = next_hi;
-  }
+  walk.run([&](uint4 q) { return gelu_table_vec(table, q); });
 }
 
 // Only a window of the table in shared memory: the entries of inputs whose magnitude bits are in
@@ -217,13 +188,8 @@ OASR_DEVICE uint32_t window_word(const uint16_t* win, const uint16_t* table, uin
 
 __global__ void __launch_bounds__(kThreads, 1) window_walk(GeluTableArgs a, int64_t num_vecs) {
   extern __shared__ uint4 smem_window[];
-  const auto* x = reinterpret_cast<const uint4*>(a.x);
-  auto* out = reinterpret_cast<uint4*>(a.out);
-  const int64_t stride = int64_t(gridDim.x) * kThreads * 2;
-  int64_t v = int64_t(blockIdx.x) * kThreads * 2 + threadIdx.x;
-  uint4 lo = {}, hi = {};
-  if (v < num_vecs) lo = x[v];
-  if (v + kThreads < num_vecs) hi = x[v + kThreads];
+  PersistentVecWalk<kThreads> walk(reinterpret_cast<const uint4*>(a.x),
+                                   reinterpret_cast<uint4*>(a.out), num_vecs);
   const auto* pos = reinterpret_cast<const uint4*>(a.table + kLo);
   const auto* neg = reinterpret_cast<const uint4*>(a.table + 0x8000 + kLo);
   constexpr int kVecs = kWindow / 8;
@@ -232,35 +198,33 @@ __global__ void __launch_bounds__(kThreads, 1) window_walk(GeluTableArgs a, int6
   }
   __syncthreads();
   const auto* win = reinterpret_cast<const uint16_t*>(smem_window);
-  auto map = [&](uint4 q) {
+  walk.run([&](uint4 q) {
     return make_uint4(window_word(win, a.table, q.x), window_word(win, a.table, q.y),
                       window_word(win, a.table, q.z), window_word(win, a.table, q.w));
-  };
-  while (v < num_vecs) {
-    const int64_t next = v + stride;
-    uint4 next_lo = {}, next_hi = {};
-    if (next < num_vecs) next_lo = x[next];
-    if (next + kThreads < num_vecs) next_hi = x[next + kThreads];
-    out[v] = map(lo);
-    if (v + kThreads < num_vecs) out[v + kThreads] = map(hi);
-    v = next;
-    lo = next_lo;
-    hi = next_hi;
-  }
+  });
 }
 
+// A launch of tma_walk<kCluster> over `grid` blocks in clusters of kCluster (attr: its storage).
 template <int kCluster>
-int cluster_grid(int sms) {
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr;
+cudaLaunchConfig_t cluster_config(int grid, cudaStream_t s, cudaLaunchAttribute& attr) {
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = kCluster;
   attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(sms);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = kGeluTableBytes;
+  cfg.stream = s;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Blocks of the largest grid of clusters of kCluster that fits on the GPU at once.
+template <int kCluster>
+int cluster_grid(int sms) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config<kCluster>(sms, nullptr, attr);
   int clusters = 0;
   CHECK_CUDA(cudaOccupancyMaxActiveClusters(&clusters, tma_walk<kCluster>, &cfg));
   return clusters * kCluster;
@@ -268,17 +232,8 @@ int cluster_grid(int sms) {
 
 template <int kCluster>
 void launch_tma(const GeluTableArgs& a, int64_t num_vecs, int grid, cudaStream_t s) {
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kCluster;
-  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = kGeluTableBytes;
-  cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = cluster_config<kCluster>(grid, s, attr);
   CHECK_CUDA(cudaLaunchKernelEx(&cfg, tma_walk<kCluster>, a, num_vecs));
 }
 
@@ -286,14 +241,10 @@ int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   int sms;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CHECK_CUDA(cudaFuncSetAttribute(tma_walk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  kGeluTableBytes));
-  CHECK_CUDA(cudaFuncSetAttribute(tma_walk<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  kGeluTableBytes));
-  CHECK_CUDA(cudaFuncSetAttribute(tma_walk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  kGeluTableBytes));
-  CHECK_CUDA(cudaFuncSetAttribute(nothing, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  kGeluTableBytes));
+  for (auto f : {tma_walk<1>, tma_walk<2>, tma_walk<4>, nothing}) {
+    CHECK_CUDA(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kGeluTableBytes));
+  }
   CHECK_CUDA(cudaFuncSetAttribute(window_walk, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kWindowBytes));
   for (auto f : {prefetch_walk<2>, prefetch_walk<4>, prefetch_walk<8>}) {
@@ -346,32 +297,16 @@ int main() {
         default: prefetch_walk<8><<<lib_grid, kThreads, kGeluTableBytes, s>>>(a, num_vecs); break;
       }
     };
-    std::vector<uint16_t> hx(n), hy(n);
-    CHECK_CUDA(cudaMemcpy(hx.data(), sets.xs[0], n * 2, cudaMemcpyDeviceToHost));
     for (int k : {0, 1, 2, 3, 7, 9, 10, 11}) {
-      CHECK_CUDA(cudaMemsetAsync(sets.ys[0], 0xff, n * 2, s));
-      launch(k, sets.ys[0], sets.xs[0]);
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      CHECK_CUDA(cudaGetLastError());
-      CHECK_CUDA(cudaMemcpy(hy.data(), sets.ys[0], n * 2, cudaMemcpyDeviceToHost));
-      int64_t bad = 0;
-      const auto& want = k == 0 ? library_table : table;
-      for (int64_t i = 0; i < n; ++i) bad += hy[i] != want[hx[i]];
+      const int64_t bad = table_mismatches(k, sets, n, k == 0 ? library_table : table, s, launch);
       printf("%lldx%lld variant %d: %lld of %lld outputs differ from the host table\n",
              (long long)rows, (long long)cols, k, (long long)bad, (long long)n);
     }
-    const char* names[] = {"library (LDG/STS fill)", "TMA fill",      "TMA multicast x2",
-                           "TMA multicast x4",       "library fill alone", "x4 fill alone",
-                           "empty grid",             "window",     "window fill alone",
-                           "L2 prefetch 2 steps",    "L2 prefetch 4", "L2 prefetch 8"};
-    const auto graph = graph_medians_us(12, sets, s, launch, /*one_output=*/true);
-    const auto one = one_call_medians_us(12, sets, s, launch);
-    const double copy_us = 2.0 * n * 2 / 4.27e6;
-    for (int k = 0; k < 12; ++k) {
-      printf("%s %lldx%lld %-24s graph %8.2f us (%5.1f%% of copy)  one call %8.2f us (%5.1f%%)\n",
-             kDtype, (long long)rows, (long long)cols, names[k], graph[k], 100 * copy_us / graph[k],
-             one[k], 100 * copy_us / one[k]);
-    }
+    const std::vector<const char*> names = {
+        "library (LDG/STS fill)", "TMA fill",           "TMA multicast x2",    "TMA multicast x4",
+        "library fill alone",     "x4 fill alone",      "empty grid",          "window",
+        "window fill alone",      "L2 prefetch 2 steps", "L2 prefetch 4",      "L2 prefetch 8"};
+    print_elementwise_times(names, sets, rows, cols, s, launch);
   }
   return 0;
 }

@@ -178,3 +178,37 @@ double softmax_worst_error(int k, const RotatingSets& sets, int64_t rows, int64_
   }
   return worst;
 }
+
+// Runs launch(k, ys[0], xs[0]) into a poisoned output and returns how many of its n outputs
+// differ from table[input bits] (16-bit T: a table over every input, e.g. GELU's).
+template <typename Launch>
+int64_t table_mismatches(int k, const RotatingSets& sets, int64_t n,
+                         const std::vector<uint16_t>& table, cudaStream_t s, Launch launch) {
+  std::vector<uint16_t> hx(n), hy(n);
+  CHECK_CUDA(cudaMemcpy(hx.data(), sets.xs[0], n * 2, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemsetAsync(sets.ys[0], 0xff, n * 2, s));
+  launch(k, sets.ys[0], sets.xs[0]);
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaMemcpy(hy.data(), sets.ys[0], n * 2, cudaMemcpyDeviceToHost));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += hy[i] != table[hx[i]];
+  return bad;
+}
+
+// Times each of names.size() variants of an elementwise op over rows x cols as graph replays
+// (one output buffer) and as one call between events, and prints both with their % of a copy of
+// the op's bytes (every element read and written once) at 4.27 TB/s.
+template <typename Launch>
+void print_elementwise_times(const std::vector<const char*>& names, const RotatingSets& sets,
+                             int64_t rows, int64_t cols, cudaStream_t s, Launch launch) {
+  const int variants = int(names.size());
+  const auto graph = graph_medians_us(variants, sets, s, launch, /*one_output=*/true);
+  const auto one = one_call_medians_us(variants, sets, s, launch);
+  const double copy_us = 2.0 * rows * cols * sizeof(T) / 4.27e6;
+  for (int k = 0; k < variants; ++k) {
+    printf("%s %lldx%lld %-24s graph %8.2f us (%5.1f%% of copy)  one call %8.2f us (%5.1f%%)\n",
+           kDtype, (long long)rows, (long long)cols, names[k], graph[k], 100 * copy_us / graph[k],
+           one[k], 100 * copy_us / one[k]);
+  }
+}

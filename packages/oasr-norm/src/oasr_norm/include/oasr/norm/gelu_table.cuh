@@ -75,39 +75,57 @@ OASR_DEVICE uint4 gelu_table_vec(const uint16_t* table, uint4 v) {
                     gelu_table_word(table, v.z), gelu_table_word(table, v.w));
 }
 
-// out[i] = GELU(x[i]) for i < n, x and out contiguous on 16-byte boundaries: num_vecs = n / 8
-// vectors, the n % 8 tail done by block 0 after its walk. Dynamic shared memory:
-// kGeluTableBytes.
+// A persistent block's walk over 16-byte vectors: steps of 2 * kThreads vectors, gridDim.x
+// blocks' steps apart. The constructor issues the first step's loads, so that they overlap
+// whatever the block does before run() (copy a table); run(map) stores map(vector) for every
+// vector, each step's loads issued before the previous step is mapped.
+template <int kThreads>
+struct PersistentVecWalk {
+  const uint4* x;
+  uint4* out;
+  int64_t num_vecs, v;
+  uint4 lo = {}, hi = {};
+
+  OASR_DEVICE PersistentVecWalk(const uint4* x_, uint4* out_, int64_t num_vecs_)
+      : x(x_), out(out_), num_vecs(num_vecs_),
+        v(int64_t(blockIdx.x) * kThreads * 2 + threadIdx.x) {
+    if (v < num_vecs) lo = x[v];
+    if (v + kThreads < num_vecs) hi = x[v + kThreads];
+  }
+
+  template <typename Map>
+  OASR_DEVICE void run(Map&& map) {
+    const int64_t stride = int64_t(gridDim.x) * kThreads * 2;
+    while (v < num_vecs) {
+      const int64_t next = v + stride;
+      uint4 next_lo = {}, next_hi = {};
+      if (next < num_vecs) next_lo = x[next];
+      if (next + kThreads < num_vecs) next_hi = x[next + kThreads];
+      out[v] = map(lo);
+      if (v + kThreads < num_vecs) out[v + kThreads] = map(hi);
+      v = next;
+      lo = next_lo;
+      hi = next_hi;
+    }
+  }
+};
+
+// out[i] = GELU(x[i]) for i < n, x and out contiguous on 16-byte boundaries: n / 8 vectors, the
+// n % 8 tail done by block 0 after its walk. Dynamic shared memory: kGeluTableBytes.
 template <typename T>
 __global__ void __launch_bounds__(kGeluTableThreads, 1)
     gelu_table_kernel(uint16_t* out16, const uint16_t* x16, int64_t n) {
   extern __shared__ uint4 smem_table[];
-  const auto* x = reinterpret_cast<const uint4*>(x16);
-  auto* out = reinterpret_cast<uint4*>(out16);
   const int64_t num_vecs = n / 8;
-  const int64_t stride = int64_t(gridDim.x) * kGeluTableThreads * 2;
-  int64_t v = int64_t(blockIdx.x) * kGeluTableThreads * 2 + threadIdx.x;
-  // The first step's loads go out before the table copy, so they overlap it.
-  uint4 lo = {}, hi = {};
-  if (v < num_vecs) lo = x[v];
-  if (v + kGeluTableThreads < num_vecs) hi = x[v + kGeluTableThreads];
+  PersistentVecWalk<kGeluTableThreads> walk(reinterpret_cast<const uint4*>(x16),
+                                            reinterpret_cast<uint4*>(out16), num_vecs);
   const auto* table_vecs = reinterpret_cast<const uint4*>(gelu_table<T>());
   for (int i = threadIdx.x; i < kGeluTableBytes / 16; i += kGeluTableThreads) {
     smem_table[i] = table_vecs[i];
   }
   __syncthreads();
   const auto* table = reinterpret_cast<const uint16_t*>(smem_table);
-  while (v < num_vecs) {
-    const int64_t next = v + stride;
-    uint4 next_lo = {}, next_hi = {};
-    if (next < num_vecs) next_lo = x[next];
-    if (next + kGeluTableThreads < num_vecs) next_hi = x[next + kGeluTableThreads];
-    out[v] = gelu_table_vec(table, lo);
-    if (v + kGeluTableThreads < num_vecs) out[v + kGeluTableThreads] = gelu_table_vec(table, hi);
-    v = next;
-    lo = next_lo;
-    hi = next_hi;
-  }
+  walk.run([&](uint4 q) { return gelu_table_vec(table, q); });
   if (blockIdx.x == 0 && threadIdx.x < n - num_vecs * 8) {
     const int64_t i = num_vecs * 8 + threadIdx.x;
     out16[i] = table[x16[i]];
