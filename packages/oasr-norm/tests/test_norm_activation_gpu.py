@@ -382,3 +382,35 @@ print("ok")
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr
+
+
+def test_large_gelu_makes_the_tables_beside_another_streams_capture():
+    """In a fresh process the first large GELU runs on a stream that is not capturing while this
+    thread captures another stream (global mode): the tables are made (the thread's capture mode
+    relaxed meanwhile), the capture is not broken, and the bits are PyTorch's."""
+    import subprocess
+    import sys
+
+    code = """
+import torch, oasr_norm
+x = (torch.randn(2048, 2048, device="cuda") * 3).half()
+out = torch.empty_like(x)
+y = torch.empty_like(x[:4])
+oasr_norm.gelu(x[:4], out=y)  # load the module outside any capture
+graph, side, other = torch.cuda.CUDAGraph(), torch.cuda.Stream(), torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+other.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
+    oasr_norm.gelu(x[:4], out=y)  # captured
+    with torch.cuda.stream(other):
+        oasr_norm.gelu(x, out=out)  # eager, beside the capture: makes the tables
+torch.cuda.synchronize()
+assert torch.equal(out.view(torch.int16), torch.nn.functional.gelu(x).view(torch.int16))
+y.fill_(float("nan"))
+graph.replay()
+torch.cuda.synchronize()
+assert torch.equal(y.view(torch.int16), torch.nn.functional.gelu(x[:4]).view(torch.int16))
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr

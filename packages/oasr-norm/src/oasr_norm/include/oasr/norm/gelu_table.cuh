@@ -150,14 +150,22 @@ inline cudaError_t make_gelu_tables(cudaStream_t stream, bool* ready) {
                                kGeluTableBytes);
     if (err != cudaSuccess) return err;
   }
+  // Another stream of this thread, or another thread, may be capturing in global mode, which
+  // refuses a stream synchronization: this thread's mode is relaxed while it makes the tables
+  // (on a stream no capture sees), as PyTorch's allocator does for cudaMalloc.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if ((err = cudaThreadExchangeStreamCaptureMode(&mode)) != cudaSuccess) return err;
   cudaStream_t own;
-  if ((err = cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking)) != cudaSuccess) return err;
-  gelu_table_init_kernel<half><<<kGeluTableEntries / 256, 256, 0, own>>>();
-  gelu_table_init_kernel<bfloat16><<<kGeluTableEntries / 256, 256, 0, own>>>();
-  err = cudaGetLastError();
-  const cudaError_t sync = cudaStreamSynchronize(own);
-  cudaStreamDestroy(own);
-  if (err == cudaSuccess) err = sync;
+  err = cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
+  if (err == cudaSuccess) {
+    gelu_table_init_kernel<half><<<kGeluTableEntries / 256, 256, 0, own>>>();
+    gelu_table_init_kernel<bfloat16><<<kGeluTableEntries / 256, 256, 0, own>>>();
+    err = cudaGetLastError();
+    const cudaError_t sync = cudaStreamSynchronize(own);
+    cudaStreamDestroy(own);
+    if (err == cudaSuccess) err = sync;
+  }
+  cudaThreadExchangeStreamCaptureMode(&mode);  // back to the caller's mode
   if (err != cudaSuccess) return err;
   made[device].store(true, std::memory_order_release);  // a race makes the same tables twice
   *ready = true;
