@@ -1,0 +1,130 @@
+// Experiment (session 22, written without a GPU; NOT YET RUN on the H200): do swish, sigmoid and
+// gelu_tanh gain from an approximate reciprocal?
+//
+// activation_functors.cuh computes them as x * __frcp_rn(1 + __expf(-x)) (gelu_tanh with -2u).
+// On sm_90 __frcp_rn is a range test, a branch around a slow-path call and a Newton step around
+// MUFU.RCP (cuobjdump of a one-line kernel); __fdividef(x, d) is MUFU.RCP and a multiply. At
+// 250 x 2048 (one utterance's FFN, 2 MB) the activations are latency-bound, and gelu_tanh is 0.95x
+// PyTorch there (2.36 against 2.25 us in session 22's bench), so a shorter chain a value may be
+// what it takes. The functors are shared with the row norms' and batch_norm's fused activations,
+// so a change needs those modules' GPU tests too.
+//
+// Variants, each at the production launch shape for the size (the activation launcher's grain:
+// two vectors a thread, one, or half): the production functor (launch_activation) against the
+// same kernel with __fdividef. First, every 16-bit input through both: how many outputs differ
+// and by how many ulps. Then graph replays and one call between events at 250 x 2048 and
+// 8000 x 2048 over rotating buffers. -DDTYPE=0 half, 1 bf16; build line in README.md.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "oasr/norm/activation.cuh"
+#include "probe_util.cuh"
+
+using namespace oasr;
+using namespace oasr::norm;
+
+enum class Op { kSwish, kSigmoid, kGeluTanh };
+
+template <Op kOp>
+OASR_DEVICE float fast_form(float x) {
+  if constexpr (kOp == Op::kSwish) {
+    return __fdividef(x, 1.0f + __expf(-x));
+  } else if constexpr (kOp == Op::kSigmoid) {
+    return __fdividef(1.0f, 1.0f + __expf(-x));
+  } else {
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return __fdividef(x, 1.0f + __expf(-2.0f * u));
+  }
+}
+
+constexpr Activation production(Op op) {
+  return op == Op::kSwish ? Activation::kSwish
+                          : (op == Op::kSigmoid ? Activation::kSigmoid : Activation::kGeluTanh);
+}
+
+// The production flat kernel's shape with fast_form: kSlots vectors of N a thread.
+template <Op kOp, int N, int kSlots>
+__global__ void __launch_bounds__(kActivationThreads, kActivationMinBlocks)
+    fast_kernel(ActivationArgs<T> a, IndexDivmod, int64_t num_vecs) {
+  chunked_steps<Vec<T, N>, kSlots>(
+      num_vecs, [&](int64_t v, Vec<T, N>& slot) { slot.load(a.x + v * N); },
+      [&](int64_t v, Vec<T, N>& slot) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) slot[i] = from_float<T>(fast_form<kOp>(to_float(slot[i])));
+        slot.store(a.out + v * N);
+      });
+}
+
+// The grain launch_activation picks for n elements (n a multiple of 8 here: no tail).
+template <Op kOp>
+void launch_fast(const ActivationArgs<T>& a, cudaStream_t s) {
+  constexpr int N = kVec128<T>;
+  const int64_t n = a.rows * a.cols;
+  if (fills_gpu_at(n / N, kStepSlots<Vec<T, N>>)) {
+    CHECK_CUDA((launch_chunked<Vec<T, N>>(fast_kernel<kOp, N, kStepSlots<Vec<T, N>>>, a,
+                                          IndexDivmod(), n / N, s)));
+  } else if (fills_gpu_at(2 * (n / N), 1)) {
+    CHECK_CUDA((launch_chunked<Vec<T, N>, 1>(fast_kernel<kOp, N, 1>, a, IndexDivmod(), n / N, s)));
+  } else {
+    CHECK_CUDA((launch_chunked<Vec<T, N / 2>, 1>(fast_kernel<kOp, N / 2, 1>, a, IndexDivmod(),
+                                                 n / (N / 2), s)));
+  }
+}
+
+template <Op kOp>
+void run_op(const char* name, cudaStream_t s) {
+  // Every 16-bit input: production against fast.
+  {
+    constexpr int64_t kAll = 1 << 16;
+    std::vector<uint16_t> bits(kAll), prod(kAll), fast(kAll);
+    for (int b = 0; b < kAll; ++b) bits[b] = uint16_t(b);
+    T *dx, *dp, *df;
+    CHECK_CUDA(cudaMalloc(&dx, kAll * 2));
+    CHECK_CUDA(cudaMalloc(&dp, kAll * 2));
+    CHECK_CUDA(cudaMalloc(&df, kAll * 2));
+    CHECK_CUDA(cudaMemcpy(dx, bits.data(), kAll * 2, cudaMemcpyHostToDevice));
+    CHECK_CUDA(launch_activation<production(kOp)>(ActivationArgs<T>{dp, dx, 1, kAll, kAll}, s));
+    launch_fast<kOp>(ActivationArgs<T>{df, dx, 1, kAll, kAll}, s);
+    CHECK_CUDA(cudaMemcpy(prod.data(), dp, kAll * 2, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(fast.data(), df, kAll * 2, cudaMemcpyDeviceToHost));
+    auto ordered = [](uint16_t b) { return b & 0x8000 ? -int(b & 0x7fff) : int(b); };
+    int differ = 0, worst = 0;
+    for (int b = 0; b < kAll; ++b) {
+      const float p = to_float(reinterpret_cast<const T*>(prod.data())[b]);
+      if (p != p || prod[b] == fast[b]) continue;  // NaN in, NaN out either way
+      ++differ;
+      worst = std::max(worst, std::abs(ordered(prod[b]) - ordered(fast[b])));
+    }
+    printf("%s %s all 65536 inputs: __fdividef differs from __frcp_rn on %d, worst %d ulps\n",
+           kDtype, name, differ, worst);
+    cudaFree(dx);
+    cudaFree(dp);
+    cudaFree(df);
+  }
+  for (const auto shape : {std::pair<int64_t, int64_t>{250, 2048}, {8000, 2048}}) {
+    const int64_t rows = shape.first, cols = shape.second;
+    RotatingSets sets(rows * cols, -4.0f);
+    auto launch = [&](int k, T* y, const T* x) {
+      const ActivationArgs<T> a{y, x, rows, cols, cols};
+      if (k == 0) {
+        CHECK_CUDA(launch_activation<production(kOp)>(a, s));
+      } else {
+        launch_fast<kOp>(a, s);
+      }
+    };
+    const std::string prod = std::string(name) + " __frcp_rn";
+    const std::string fast = std::string(name) + " __fdividef";
+    print_elementwise_times({prod.c_str(), fast.c_str()}, sets, rows, cols, s, launch);
+  }
+}
+
+int main() {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreate(&s));
+  run_op<Op::kSwish>("swish", s);
+  run_op<Op::kSigmoid>("sigmoid", s);
+  run_op<Op::kGeluTanh>("gelu_tanh", s);
+  return 0;
+}
