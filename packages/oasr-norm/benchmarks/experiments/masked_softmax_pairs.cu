@@ -41,7 +41,11 @@
 //   32x4x250 window           17.94                19.76        25.16
 //   8x4x500  window           19.66                24.88          -
 // Slower everywhere: the longer serial chain of pairs a lane costs more than the shared set-up
-// saves. Not adopted.
+// saves. Not adopted. sass_scan.py then showed why: the library kernel loads each pair inside
+// `if (col < cols)` and uses it there, a memory round trip per pair one after another (4 at 250
+// keys). Variant "batched" (pair_rows_batched, NOT YET RUN: written after the GPU time ran out)
+// loads every pair of a lane first from a clamped column; ptxas still waits once, after the
+// first two pairs' mask words (2 round trips instead of 4; 608 instructions, 44 registers).
 //
 // The program checks every variant against a float64 masked softmax (first and last 64 rows), then
 // times them with probe_util.cuh's graph_medians_us (graphs of 64 launches over scores and
@@ -138,6 +142,95 @@ cudaError_t launch_group(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t s) {
   return cudaErrorNotSupported;
 }
 
+// Session 22 (written without GPU time; NOT YET RUN): the library's warp-row kernel issues each
+// vector's loads inside `if (col < cols)` and uses them there, so a lane's 4 pairs at 250 keys
+// are 4 memory round trips one after another (sass_scan.py: "load waits" on every pair). Here,
+// for the aligned pair row only, every lane first loads all its pairs' raw words from a clamped
+// column (a lane past the row reads the row's last pair, and its values become -inf after), so
+// the 4 round trips overlap; then converts, reduces and stores as the library kernel does.
+template <int kVecs>
+__global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
+    pair_rows_batched(SoftmaxDst<T> dst, MaskedRowParams<T, T> src) {
+  constexpr float kNegInf = -__builtin_huge_valf();
+  __shared__ float smem_partials[kSoftmaxWarpBlockThreads / kWarpSize];
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t row =
+      int64_t(blockIdx.x) * (kSoftmaxWarpBlockThreads / kWarpSize) + threadIdx.x / kWarpSize;
+  const bool row_valid = row < dst.rows;
+  const MaskedPairRow<T, T, true> r(src, row_valid ? row : 0);
+  const int64_t cols = dst.cols;  // even, >= 2
+  Vec<T, 2> s[kVecs];
+  uint16_t keep[kVecs], pad[kVecs];
+  T z[kVecs][2];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t k = std::min<int64_t>((j * kWarpSize + lane) * 2, cols - 2);
+    s[j].load(r.scores + k);
+    keep[j] = reinterpret_cast<const uint16_t*>(r.mask)[k / 2];
+    pad[j] = reinterpret_cast<const uint16_t*>(r.kpm)[k / 2];
+    z[j][0] = r.bias[k];
+    z[j][1] = r.bias[k + 1];
+  }
+  float values[kVecs][2];
+  float thread_max = kNegInf;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const bool inside = row_valid && (j * kWarpSize + lane) * 2 < cols;
+    float f[2];
+    s[j].to_float(f);
+    const uint32_t kp = uint32_t(keep[j]) | r.mask_or, pd = uint32_t(pad[j]) & r.kpm_and;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float v = fmaf(f[i], r.scale, to_float(and_bits(z[j][i], r.bias_and)));
+      const bool kept = ((kp >> (8 * i)) & 0xffu) != 0 && ((pd >> (8 * i)) & 0xffu) == 0;
+      values[j][i] = inside && kept ? v : kNegInf;
+      thread_max = fmaxf(thread_max, values[j][i]);
+    }
+  }
+  const float row_max = warp_reduce<MaxOp, kWarpSize>(thread_max);
+  const float shift = softmax_shift<true>(row_max);
+  float thread_sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      values[j][i] = softmax_exp2((values[j][i] - shift) * kLog2e);
+      thread_sum += values[j][i];
+    }
+  }
+  const float row_sum = warp_reduce<SumOp, kWarpSize>(thread_sum);
+  (void)smem_partials;
+  if (row_valid) {
+    T* out_row = dst.out + row * cols;
+    const float inv_sum = softmax_inv_sum<true>(row_sum);
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+      const int64_t col = (j * kWarpSize + lane) * 2;
+      if (col < cols) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) values[j][i] *= inv_sum;
+        store_values<T, 2>(out_row + col, values[j]);
+      }
+    }
+  }
+}
+
+// The batched kernel where it applies (aligned pair rows of at most 256 keys with every operand
+// present, as the probe's shapes have them), else cudaErrorNotSupported.
+cudaError_t launch_batched(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t s) {
+  if (!masked_rows_unit_steps(a) || !masked_rows_pair_aligned(a) || a.k_len > 256) {
+    return cudaErrorNotSupported;
+  }
+  const int64_t rows = a.batch * a.heads * a.q_len;
+  const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
+  const MaskedRowParams<T, T> src{a, IndexDivmod(a.q_len, rows - 1),
+                                  IndexDivmod(a.heads, a.batch * a.heads - 1)};
+  constexpr int kRows = kSoftmaxWarpBlockThreads / kWarpSize;
+  pair_rows_batched<4><<<unsigned((rows + kRows - 1) / kRows), kSoftmaxWarpBlockThreads, 0, s>>>(
+      dst, src);
+  return cudaGetLastError();
+}
+
 // kpm[b, k] = k >= length(b), lengths between Tk / 2 and Tk
 __global__ void fill_padding(uint8_t* kpm, int batch, int tk) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < batch * tk; i += gridDim.x * blockDim.x) {
@@ -183,6 +276,7 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
   if (!window && t % 2 == 0) ids.insert(ids.begin() + 2, 2);
   ids.push_back(6);  // half a warp a row
   if (t < 260) ids.push_back(7);  // a quarter warp a row (16 pairs a lane)
+  if (t % 2 == 0 && t <= 256) ids.push_back(8);  // loads batched before use
   auto launch = [&](int variant, T* out, T* scores) {
     const MaskedSoftmaxArgs<T, T> a = args_for(out, scores);
     const int id = ids[variant];
@@ -193,12 +287,13 @@ void run_shape(int batch, int heads, int t, bool window, cudaStream_t s) {
                                : id == 4 ? launch_masked_rows<MaskedUnitRow<T>, 1>(a, s)
                                : id == 5 ? launch_masked_rows<MaskedPairRow<T, T, false>, 2>(a, s)
                                : id == 6 ? launch_group<16>(a, s)
-                                         : launch_group<8>(a, s);
+                               : id == 7 ? launch_group<8>(a, s)
+                                         : launch_batched(a, s);
     CHECK_CUDA(status);
   };
   const int kVariants = int(ids.size());
-  const char* all_names[8] = {"one-value", "library", "words", "branch",
-                              "unit",      "any-align", "half-warp", "8 lanes"};
+  const char* all_names[9] = {"one-value", "library",   "words",   "branch", "unit",
+                              "any-align", "half-warp", "8 lanes", "batched"};
   std::vector<const char*> names;
   for (int id : ids) names.push_back(all_names[id]);
   const char* layout = window ? "window" : "dense";
