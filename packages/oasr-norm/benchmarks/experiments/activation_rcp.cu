@@ -61,14 +61,18 @@ template <Op kOp>
 void launch_fast(const ActivationArgs<T>& a, cudaStream_t s) {
   constexpr int N = kVec128<T>;
   const int64_t n = a.rows * a.cols;
-  if (fills_gpu_at(n / N, kStepSlots<Vec<T, N>>)) {
-    CHECK_CUDA((launch_chunked<Vec<T, N>>(fast_kernel<kOp, N, kStepSlots<Vec<T, N>>>, a,
-                                          IndexDivmod(), n / N, s)));
-  } else if (fills_gpu_at(2 * (n / N), 1)) {
-    CHECK_CUDA((launch_chunked<Vec<T, N>, 1>(fast_kernel<kOp, N, 1>, a, IndexDivmod(), n / N, s)));
-  } else {
-    CHECK_CUDA((launch_chunked<Vec<T, N / 2>, 1>(fast_kernel<kOp, N / 2, 1>, a, IndexDivmod(),
-                                                 n / (N / 2), s)));
+  switch (contiguous_grain(n, N, wave_threads())) {
+    case Grain::kTwoVectors:
+      CHECK_CUDA((launch_chunked<Vec<T, N>>(fast_kernel<kOp, N, kStepSlots<Vec<T, N>>>, a,
+                                            IndexDivmod(), n / N, s)));
+      break;
+    case Grain::kOneVector:
+      CHECK_CUDA(
+          (launch_chunked<Vec<T, N>, 1>(fast_kernel<kOp, N, 1>, a, IndexDivmod(), n / N, s)));
+      break;
+    default:
+      CHECK_CUDA((launch_chunked<Vec<T, N / 2>, 1>(fast_kernel<kOp, N / 2, 1>, a, IndexDivmod(),
+                                                   n / (N / 2), s)));
   }
 }
 

@@ -135,13 +135,26 @@ __global__ void __launch_bounds__(kActivationThreads, kActivationMinBlocks)
       });
 }
 
-// Whether `count` slots at `slots` a thread make at least one full wave of blocks (every SM
-// holding kActivationMinBlocks of them).
-inline bool fills_gpu_at(int64_t count, int slots) {
+// How the contiguous launch spreads n elements (vectors of N) over threads: two vectors a thread
+// where that makes at least a wave of blocks, else one vector where one-vector threads fill at
+// least half a wave, else half a vector, so that more threads share a small tensor's
+// transcendental math. wave_threads: the threads of a wave of blocks (every SM holding
+// kActivationMinBlocks). H200, fp16 GELU (erff): 250 x 2048 2.65 us at two vectors, 2.42 at one,
+// 2.31 at half; 1000 x 2048 5.07 at two, 4.66 at one, 5.24 at half. A quarter vector a thread
+// (4-byte accesses) took every op at 250 x 2048 to 2.55-2.70 us.
+enum class Grain { kTwoVectors, kOneVector, kHalfVector };
+
+constexpr Grain contiguous_grain(int64_t n, int N, int64_t wave_threads) {
+  const int64_t vecs = n / N;
+  if (vecs >= 2 * wave_threads) return Grain::kTwoVectors;
+  if (2 * vecs >= wave_threads) return Grain::kOneVector;
+  return Grain::kHalfVector;
+}
+
+inline int64_t wave_threads() {
   int device = 0;
   cudaGetDevice(&device);
-  const int64_t sms = std::max(num_sms(device), 1);
-  return count >= sms * kActivationMinBlocks * kActivationThreads * slots;
+  return std::max<int64_t>(num_sms(device), 1) * kActivationMinBlocks * kActivationThreads;
 }
 
 // One block per chunk of indices (at least one block: the flat kernel's tail). A grid past
@@ -174,23 +187,18 @@ cudaError_t launch_activation(const ActivationArgs<T>& a, cudaStream_t stream) {
   const bool bases_aligned = is_vec_aligned<T, N>(a.x) && is_vec_aligned<T, N>(a.out);
   if (a.rows == 1 || a.x_stride == a.cols) {
     if (bases_aligned) {
-      // Two vectors a thread where that makes at least a wave of blocks; below, one vector
-      // and, under half a wave of those, half a vector a thread, so that more threads share a
-      // small tensor's transcendental math. H200, fp16 GELU (erff): 250 x 2048 2.65 -> 2.42
-      // (one vector) -> 2.31 us (half); 1000 x 2048 5.07 -> 4.66 (one) but 5.24 (half). A
-      // quarter vector a thread (4-byte accesses) took every op at 250 x 2048 to 2.55-2.70 us.
-      using V = Vec<T, N>;
-      if (fills_gpu_at(n / N, kStepSlots<V>)) {
-        return launch_chunked<V>(activation_kernel<kAct, T, N, true>, a, IndexDivmod(), n / N,
-                                 stream);
+      static_assert(kStepSlots<Vec<T, N>> == 2, "kTwoVectors: a 16-byte vector is half a step");
+      switch (contiguous_grain(n, N, wave_threads())) {
+        case Grain::kTwoVectors:
+          return launch_chunked<Vec<T, N>>(activation_kernel<kAct, T, N, true>, a, IndexDivmod(),
+                                           n / N, stream);
+        case Grain::kOneVector:
+          return launch_chunked<Vec<T, N>, 1>(activation_kernel<kAct, T, N, true, 1>, a,
+                                              IndexDivmod(), n / N, stream);
+        default:
+          return launch_chunked<Vec<T, N / 2>, 1>(activation_kernel<kAct, T, N / 2, true, 1>, a,
+                                                  IndexDivmod(), n / (N / 2), stream);
       }
-      if (fills_gpu_at(2 * (n / N), 1)) {
-        return launch_chunked<V, 1>(activation_kernel<kAct, T, N, true, 1>, a, IndexDivmod(),
-                                    n / N, stream);
-      }
-      constexpr int kHalf = N / 2;
-      return launch_chunked<Vec<T, kHalf>, 1>(activation_kernel<kAct, T, kHalf, true, 1>, a,
-                                              IndexDivmod(), n / kHalf, stream);
     }
     return launch_chunked<Vec<T, 1>>(activation_kernel<kAct, T, 1, true>, a, IndexDivmod(), n,
                                      stream);
