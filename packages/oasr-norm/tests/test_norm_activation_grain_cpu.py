@@ -1,7 +1,8 @@
 """How the activation launcher spreads a contiguous tensor over threads (activation.cuh's
-contiguous_grain: two 16-byte vectors a thread, one, or half), checked on the CPU by a host
-program built with the real nvcc. The GPU tests run every grain's kernels
-(test_norm_activation_gpu.py::test_every_grain_of_the_contiguous_launch)."""
+contiguous_grain: two 16-byte vectors a thread, one, or half) and which layouts the GELU table
+kernel takes (gelu_table.cuh's gelu_table_fits), checked on the CPU by host programs built with
+the real nvcc (pointers as addresses only). The GPU tests run every grain's kernels and the
+table kernel (test_norm_activation_gpu.py)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,36 @@ def test_contiguous_grain(tmp_path):
         f'  std::printf("%d %s\\n", {i}, name(contiguous_grain({n}LL, {vec}, {wave}LL)));'
         for i, (n, vec, wave) in enumerate(keys)
     )
-    source = tmp_path / "grain.cu"
-    source.write_text(PROGRAM.replace("CASES", lines))
-    program = tmp_path / "grain"
+    out = _run(tmp_path, PROGRAM.replace("CASES", lines))
+    got = {keys[int(i)]: grain for i, grain in (line.split(" ", 1) for line in out.splitlines())}
+    assert got == CASES
+
+
+# (out address, x address, rows, cols, x row stride) -> whether the table kernel takes them
+FITS = {
+    (0x10000, 0x20000, 2048, 2048, 2048): True,  # contiguous, 16-byte aligned
+    (0x10000, 0x20000, 1, 4096, 8192): True,  # one row: its stride does not matter
+    (0x10000, 0x20000, 2048, 2048, 4096): False,  # a channel slice of a wider buffer
+    (0x10002, 0x20000, 2048, 2048, 2048): False,  # out off 16 bytes
+    (0x10000, 0x20008, 2048, 2048, 2048): False,  # x off 16 bytes
+}
+
+FITS_PROGRAM = textwrap.dedent(
+    """
+    #include <cstdio>
+    #include "oasr/norm/gelu_table.cuh"
+    int main() {
+    CASES
+      return 0;
+    }
+    """
+)
+
+
+def _run(tmp_path, program_text: str) -> str:
+    source = tmp_path / "program.cu"
+    source.write_text(program_text)
+    program = tmp_path / "program"
     build = subprocess.run(
         [toolchain.nvcc().path, "-std=c++17", "--expt-relaxed-constexpr", "-arch=sm_90a",
          f"-I{env.OASR_JIT_INCLUDE_DIR}", f"-I{_jit.INCLUDE_DIR}", str(source), "-o",
@@ -71,6 +99,16 @@ def test_contiguous_grain(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
-    out = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
-    got = {keys[int(i)]: grain for i, grain in (line.split(" ", 1) for line in out.splitlines())}
-    assert got == CASES
+    return subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
+
+
+def test_gelu_table_takes_contiguous_aligned_tensors(tmp_path):
+    keys = list(FITS)
+    lines = "\n".join(
+        f'  std::printf("%d %d\\n", {i}, int(oasr::norm::gelu_table_fits('
+        f"(void*){out}, (const void*){x}, {rows}, {cols}, {stride})));"
+        for i, (out, x, rows, cols, stride) in enumerate(keys)
+    )
+    out = _run(tmp_path, FITS_PROGRAM.replace("CASES", lines))
+    got = {keys[int(i)]: v == "1" for i, v in (line.split(" ", 1) for line in out.splitlines())}
+    assert got == FITS
