@@ -282,6 +282,53 @@ def test_masked_pair_layouts(t, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("t", [65, 66, 129, 250, 255, 256])
+def test_masked_aligned_body_layouts(t, dtype):
+    """No general mask, 65..256 keys of 16 bits: the aligned-body kernel (16-byte vectors of the
+    scores and out; the bias as vectors where its rows sit at the scores' offset mod 16 bytes,
+    else by element), where scores and out rows are at the same offset; else the pair rows.
+    Every layout gives the twin's answer, an all-padding entry zeros."""
+    batch, heads = 3, 2
+    scores = _randn(batch, heads, t, t, dtype=dtype)
+    kpm = torch.rand(batch, t, device="cuda") > 0.7
+    kpm[-1] = True
+
+    def check(scores, bias, kpm, out=None):
+        out = poison_(torch.empty_like(scores)) if out is None else poison_(out)
+        oasr_norm.masked_softmax(scores, bias, key_padding_mask=kpm, scale=0.125, out=out)
+        assert_close(out, twins.masked_softmax(scores, bias, key_padding_mask=kpm, scale=0.125))
+        assert not torch.isnan(out).any()
+        if kpm is not None:
+            assert (out[-1] == 0).all(), "an all-padding entry must be zeros"
+
+    def shifted(x, by=1):  # x's values `by` elements into a buffer
+        buf = torch.empty(x.numel() + by, dtype=x.dtype, device="cuda")
+        view = buf[by:].view(x.shape)
+        view.copy_(x)
+        return view
+
+    dense = _randn(batch, heads, t, t, dtype=dtype)  # at the scores' offsets: vectors
+    for bias in (None, dense, shifted(dense), shifted(dense, 8), _randn(heads, t, t, dtype=dtype)):
+        check(scores, bias, kpm)
+        check(scores, bias, None)
+    check(scores, _rel_pos_window(batch, heads, t, t, dtype), kpm)  # by element
+    check(scores, dense, shifted(kpm))
+    # scores and out one element (pair rows) or three elements (aligned body) off together
+    for by in (1, 3):
+        out = torch.empty(scores.numel() + by, dtype=dtype, device="cuda")[by:].view(scores.shape)
+        check(shifted(scores, by), shifted(dense, by), kpm, out=out)
+    check(shifted(scores), dense, kpm)  # scores and out at different offsets: pair rows
+    # a [..., :Tk] slice of a wider buffer: rows off by 8 elements are still vectors
+    wide = _randn(batch, heads, t, t + 8, dtype=dtype)[..., :t]
+    check(wide, dense, kpm)
+    # in place
+    s = scores.clone()
+    want = twins.masked_softmax(s, dense, key_padding_mask=kpm, scale=0.125)
+    assert oasr_norm.masked_softmax(s, dense, key_padding_mask=kpm, scale=0.125, out=s) is s
+    assert_close(s, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_masked_scores_layouts_ranks_and_in_place(dtype):
     # scores as a permuted view of [B, Tq, H, Tk] (unit stride over Tk only)
     bthk = _randn(2, 50, 4, 250, dtype=dtype)

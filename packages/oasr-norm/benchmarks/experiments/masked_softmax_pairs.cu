@@ -43,9 +43,11 @@
 // Slower everywhere: the longer serial chain of pairs a lane costs more than the shared set-up
 // saves. Not adopted. sass_scan.py then showed why: the library kernel loads each pair inside
 // `if (col < cols)` and uses it there, a memory round trip per pair one after another (4 at 250
-// keys). Variant "batched" (pair_rows_batched, NOT YET RUN: written after the GPU time ran out)
-// loads every pair of a lane first from a clamped column; ptxas still waits once, after the
-// first two pairs' mask words (2 round trips instead of 4; 608 instructions, 44 registers).
+// keys). Variant "batched" (pair_rows_batched, session 22, run in session 23) loads every pair
+// of a lane first from a clamped column; ptxas still waits once, after the first two pairs' mask
+// words (2 round trips instead of 4; 608 instructions, 44 registers). Slower: 250 keys dense
+// 19.53 -> 23.51 us fp16 (19.66 -> 22.09 bf16), window 17.74 -> 20.46 (17.97 -> 20.10). Not
+// adopted: more instructions a row cost more than the round trips they overlap.
 //
 // The program checks every variant against a float64 masked softmax (first and last 64 rows), then
 // times them with probe_util.cuh's graph_medians_us (graphs of 64 launches over scores and

@@ -1,6 +1,8 @@
 """Why does the bench time bf16 softmax over 250 keys ~1.1 µs slower than fp16 (21.6 against
 20.5 µs at 32 × 8 × 250 × 250), when torch.profiler (CUPTI) times the bf16 kernel faster (18.23
-against 18.68 µs, session 22)? Written in session 22 without GPU time left: NOT YET RUN.
+against 18.68 µs, session 22)? Written in session 22, run in session 23 on the H200: the gap is
+~0.3 µs (fp16 20.13 / bf16 20.46 µs against torch.softmax; fp16 20.45 / bf16 20.75 µs against
+each other in one case; CUPTI 18.44 / 18.57 µs), i.e. session 22's 1.1 µs was one-call spread.
 
 The bench times calls over 20 µs one at a time between events, OASR's call and the peer's in
 alternating order after a 1 ms spin (oasr_jit.bench.time_case). Hypotheses this separates:

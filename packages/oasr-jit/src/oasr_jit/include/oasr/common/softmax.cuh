@@ -34,12 +34,16 @@
 //
 // masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
 // key_padding_mask through their own strides: a broadcast dim has stride 0, a relative-position
-// window made with as_strided or a [..., ::ds] slice is read where it is. Where every operand
-// is unit-strided over Tk, a load takes two values of each (MaskedPairRow: as whole words where
-// Tk is even and the rows of all but the bias start on a pair); otherwise one (MaskedRow).
+// window made with as_strided or a [..., ::ds] slice is read where it is. 16-bit rows of 65 to
+// 256 keys with a bias and a key padding mask but no general mask (self-attention), scores and
+// out at the same offset mod 16 bytes, take the aligned-body kernel (MaskedAlignedBodyRow).
+// Otherwise, where every operand is unit-strided over Tk, a load takes two values of each
+// (MaskedPairRow: as whole words where Tk is even and the rows of all but the bias start on a
+// pair); else one (MaskedRow).
 #pragma once
 
 #include <climits>
+#include <type_traits>
 
 #include "oasr/common/index_divmod.cuh"
 #include "oasr/common/reduction.h"
@@ -408,9 +412,87 @@ OASR_DEVICE void store_vec128_last(T* ptr, const Vec<T, kVec128<T>>& v) {
 // gain (22.1 us). Not taken where 8-byte vectors fit (252 halves: 18.2 against 19.8 us) or for
 // two vectors a lane (500 halves: 35.7 against 19.7).
 
-template <typename T, bool kLog>
+// Row sources of the aligned-body kernel: construct for a row, then first() (the scores' row,
+// whose offset mod 16 bytes places the body), value(col) and body(col, values) (kVec128<T>
+// values at an aligned col).
+template <typename T>
+struct AlignedBodyRow {
+  using Params = SoftmaxArgs<T>;
+  static constexpr bool kMasked = false;
+  static constexpr int kN = kVec128<T>;
+  const T* x;
+
+  OASR_DEVICE AlignedBodyRow(const Params& p, int64_t row) : x(p.x + row * p.x_stride) {}
+  OASR_DEVICE const T* first() const { return x; }
+  OASR_DEVICE float value(int col) const { return to_float(x[col]); }
+  OASR_DEVICE void body(int col, float (&values)[kN]) const {
+    Vec<T, kN> vec;
+    vec.load(x + col);
+    vec.to_float(values);
+  }
+};
+
+// masked_softmax rows without a general mask (a bias and a key padding mask: Zipformer's and
+// Conformer's self-attention). The bias's body is 16-byte vectors too where the launcher proved
+// its rows at the scores' offset mod 16 bytes (kBiasVectors: a dense bias, or none, read from
+// the scores and zeroed), else an element at a time (a relative-position window, whose rows
+// start one element apart; its table is a few KB, so these loads hit L1); the key padding mask
+// a byte at a time (every row of a batch entry reads the same one).
+template <typename T, bool kBiasVectors, bool kPadding>
+struct MaskedAlignedBodyRow {
+  using Params = MaskedRowParams<T, T>;
+  static constexpr bool kMasked = true;
+  static constexpr int kN = kVec128<T>;
+  const T* scores;
+  const T* bias;       // the row's bias, or its scores
+  const uint8_t* kpm;  // kPadding: the row's key padding mask
+  uint32_t bias_and;   // ~0, or 0 without a bias
+  float scale;
+
+  OASR_DEVICE MaskedAlignedBodyRow(const Params& p, int64_t row) {
+    const MaskedRow<T, T> r(p, row);
+    scores = r.scores;
+    bias = r.bias ? r.bias : r.scores;
+    bias_and = r.bias ? ~0u : 0u;
+    kpm = r.kpm;
+    scale = r.scale;
+  }
+  OASR_DEVICE const T* first() const { return scores; }
+  OASR_DEVICE float value(int col) const {
+    const float z = fmaf(to_float(scores[col]), scale, to_float(and_bits(bias[col], bias_and)));
+    return !kPadding || kpm[col] == 0 ? z : -__builtin_huge_valf();
+  }
+  OASR_DEVICE void body(int col, float (&values)[kN]) const {
+    // Every operand is loaded before the first select, so a row's loads issue together.
+    Vec<T, kN> s, z;
+    s.load(scores + col);
+    if constexpr (kBiasVectors) {
+      z.load(bias + col);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) z[i] = bias[col + i];
+    }
+    uint8_t pad[kN];
+    if constexpr (kPadding) {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) pad[i] = kpm[col + i];
+    }
+    uint32_t words[kN / 2];
+    memcpy(words, &z, sizeof(words));
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) words[i] &= bias_and;
+    memcpy(&z, words, sizeof(words));
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      const float v = fmaf(to_float(s[i]), scale, to_float(z[i]));
+      values[i] = !kPadding || pad[i] == 0 ? v : -__builtin_huge_valf();
+    }
+  }
+};
+
+template <typename Row, typename T, bool kLog>
 __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
-    softmax_aligned_body_kernel(SoftmaxDst<T> dst, SoftmaxArgs<T> src) {
+    softmax_aligned_body_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
   constexpr int kN = kVec128<T>;
   static_assert(kWarpSize >= 2 * (kN - 1), "every head and tail value has a lane");
   constexpr float kNegInf = -__builtin_huge_valf();
@@ -418,34 +500,33 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   const int64_t row =
       int64_t(blockIdx.x) * (kSoftmaxWarpBlockThreads / kWarpSize) + threadIdx.x / kWarpSize;
   const bool row_valid = row < dst.rows;  // a warp past the last row still joins the shuffles
-  const T* x = src.x + (row_valid ? row : 0) * src.x_stride;
+  const Row x(src, row_valid ? row : 0);
   const int cols = static_cast<int>(dst.cols);  // <= 256: at most 32 body vectors
-  const int misalign = static_cast<int>(reinterpret_cast<uintptr_t>(x) % 16 / sizeof(T));
+  const int misalign = static_cast<int>(reinterpret_cast<uintptr_t>(x.first()) % 16 / sizeof(T));
   const int head = min(misalign ? kN - misalign : 0, cols);
   const int body = (cols - head) / kN;
   const int tail = cols - head - body * kN;
 
   // Lane < head holds head value `lane`; head <= lane < head + tail, tail value lane - head.
   // Absent values are -inf: they add exp(-inf) = 0 to the sum and are never stored.
-  const bool has_edge = row_valid && lane < head + tail;
-  const int edge_col = lane < head ? lane : head + body * kN + (lane - head);
-  float edge = has_edge ? to_float(x[edge_col]) : kNegInf;
   const bool has_body = row_valid && lane < body;
   float values[kN];
   if (has_body) {
-    Vec<T, kN> vec;
-    vec.load(x + head + lane * kN);
-    vec.to_float(values);
+    x.body(head + lane * kN, values);
   } else {
 #pragma unroll
     for (int i = 0; i < kN; ++i) values[i] = kNegInf;
   }
+  const bool has_edge = row_valid && lane < head + tail;
+  const int edge_col = lane < head ? lane : head + body * kN + (lane - head);
+  float edge = has_edge ? x.value(edge_col) : kNegInf;
   float thread_max = edge;
 #pragma unroll
   for (int i = 0; i < kN; ++i) thread_max = fmaxf(thread_max, values[i]);
   const float row_max = warp_reduce<MaxOp>(thread_max);
+  const float shift = softmax_shift<Row::kMasked>(row_max);
 
-  auto exp_of = [&](float v) { return softmax_exp2((v - row_max) * kLog2e); };
+  auto exp_of = [&](float v) { return softmax_exp2((v - shift) * kLog2e); };
   float thread_sum = exp_of(edge);
   if constexpr (!kLog) edge = exp_of(edge);
 #pragma unroll
@@ -457,9 +538,9 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   const float row_sum = warp_reduce<SumOp>(thread_sum);
   if (!row_valid) return;
 
-  const float inv_sum = softmax_inv_sum<false>(row_sum);
+  const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
   const float log_sum = kLog ? logf(row_sum) : 0.0f;
-  auto finish = [&](float v) { return kLog ? (v - row_max) - log_sum : v * inv_sum; };
+  auto finish = [&](float v) { return kLog ? (v - shift) - log_sum : v * inv_sum; };
   T* out = dst.out + row * dst.cols;
   if (has_edge) out[edge_col] = from_float<T>(finish(edge));
   if (has_body) {
@@ -633,9 +714,11 @@ cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t st
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
   const dim3 grid(static_cast<unsigned>(tiles));
   if (a.log_output) {
-    softmax_aligned_body_kernel<T, true><<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
+    softmax_aligned_body_kernel<AlignedBodyRow<T>, T, true>
+        <<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
   } else {
-    softmax_aligned_body_kernel<T, false><<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
+    softmax_aligned_body_kernel<AlignedBodyRow<T>, T, false>
+        <<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
   }
   return cudaGetLastError();
 }
@@ -693,8 +776,61 @@ cudaError_t launch_masked_rows(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_
   return launch_softmax_by_width<Row, T, N>(dst, src, stream);
 }
 
+template <typename T, bool kBiasVectors, bool kPadding>
+cudaError_t launch_masked_aligned_body_rows(const MaskedSoftmaxArgs<T, T>& a, cudaStream_t stream) {
+  const int64_t rows = a.batch * a.heads * a.q_len;
+  constexpr int kRowsPerBlock = kSoftmaxWarpBlockThreads / kWarpSize;
+  const int64_t tiles = ceil_div<int64_t>(rows, kRowsPerBlock);
+  if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
+  const SoftmaxDst<T> dst{a.out, rows, a.k_len, false};
+  const MaskedRowParams<T, T> src{a, IndexDivmod(a.q_len, rows - 1),
+                                  IndexDivmod(a.heads, a.batch * a.heads - 1)};
+  softmax_aligned_body_kernel<MaskedAlignedBodyRow<T, kBiasVectors, kPadding>, T, false>
+      <<<static_cast<unsigned>(tiles), kSoftmaxWarpBlockThreads, 0, stream>>>(dst, src);
+  return cudaGetLastError();
+}
+
+// The aligned-body kernel for masked rows, if it takes them: 16-bit scores and bias, no general
+// mask, every operand unit-strided over Tk, 65 to 256 keys, and the rows of the scores at the
+// offset mod 16 bytes of out's (contiguous) rows: the same base offset, and over B, H and Tq
+// strides that differ from out's by whole vectors (a dim of extent 1 adds no offset).
+// cudaErrorNotSupported where not.
+template <typename T, typename TBias>
+cudaError_t launch_masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
+  if constexpr (sizeof(T) != 2 || !std::is_same_v<T, TBias>) {
+    return cudaErrorNotSupported;
+  } else {
+    constexpr int kN = kVec128<T>;
+    const int64_t extents[3] = {a.batch, a.heads, a.q_len};
+    const int64_t out_strides[3] = {a.heads * a.q_len * a.k_len, a.q_len * a.k_len, a.k_len};
+    const auto congruent = [&](const T* p, const int64_t* p_strides, const T* q,
+                               const int64_t* q_strides) {
+      bool ok = reinterpret_cast<uintptr_t>(p) % 16 == reinterpret_cast<uintptr_t>(q) % 16;
+      for (int d = 0; d < 3; ++d) {
+        ok = ok && (extents[d] == 1 || (p_strides[d] - q_strides[d]) % kN == 0);
+      }
+      return ok;
+    };
+    if (a.mask != nullptr || a.k_len < 65 || a.k_len > kWarpSize * kN ||
+        !masked_rows_unit_steps(a) || !congruent(a.scores, a.scores_stride, a.out, out_strides)) {
+      return cudaErrorNotSupported;
+    }
+    const bool bias_vectors =
+        a.bias == nullptr || congruent(a.bias, a.bias_stride, a.scores, a.scores_stride);
+    const bool padding = a.key_padding_mask != nullptr;
+    if (bias_vectors) {
+      return padding ? launch_masked_aligned_body_rows<T, true, true>(a, stream)
+                     : launch_masked_aligned_body_rows<T, true, false>(a, stream);
+    }
+    return padding ? launch_masked_aligned_body_rows<T, false, true>(a, stream)
+                   : launch_masked_aligned_body_rows<T, false, false>(a, stream);
+  }
+}
+
 template <typename T, typename TBias>
 cudaError_t launch_masked_softmax(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
+  const cudaError_t status = launch_masked_aligned_body(a, stream);
+  if (status != cudaErrorNotSupported) return status;
   if (masked_rows_unit_steps(a)) {
     if (masked_rows_pair_aligned(a)) {
       return launch_masked_rows<MaskedPairRow<T, TBias, true>, 2>(a, stream);
