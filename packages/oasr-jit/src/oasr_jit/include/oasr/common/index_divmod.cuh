@@ -36,6 +36,10 @@ struct IndexDivmod {
     }
   }
 
+  // n / divisor without the branch, where the host checked `fast` (every dividend < 2^31).
+  OASR_HOST_DEVICE uint32_t div_fast(uint32_t n) const {
+    return static_cast<uint32_t>((uint64_t(n) * multiplier) >> shift);
+  }
   OASR_HOST_DEVICE int64_t div(int64_t n) const {
     if (fast) {
       return static_cast<int64_t>((uint64_t(static_cast<uint32_t>(n)) * multiplier) >> shift);

@@ -438,6 +438,10 @@ struct AlignedBodyRow {
 // the scores and zeroed), else an element at a time (a relative-position window, whose rows
 // start one element apart; its table is a few KB, so these loads hit L1); the key padding mask
 // a byte at a time (every row of a batch entry reads the same one).
+// The launcher checked that rows and every operand's offsets fit in 31 bits, so the row's
+// (b, h, q) and offsets are 32-bit arithmetic: a warp per row pays them per row, and the kernel
+// is bound by instruction issue (ncu at 32 x 4 x 250 x 250: issue slots ~78% busy, ~350
+// instructions a row, DRAM at 45%).
 template <typename T, bool kBiasVectors, bool kPadding>
 struct MaskedAlignedBodyRow {
   using Params = MaskedRowParams<T, T>;
@@ -450,12 +454,20 @@ struct MaskedAlignedBodyRow {
   float scale;
 
   OASR_DEVICE MaskedAlignedBodyRow(const Params& p, int64_t row) {
-    const MaskedRow<T, T> r(p, row);
-    scores = r.scores;
-    bias = r.bias ? r.bias : r.scores;
-    bias_and = r.bias ? ~0u : 0u;
-    kpm = r.kpm;
-    scale = r.scale;
+    const MaskedSoftmaxArgs<T, T>& a = p.args;
+    const uint32_t bh = p.by_q_len.div_fast(static_cast<uint32_t>(row));
+    const uint32_t q = static_cast<uint32_t>(row) - bh * static_cast<uint32_t>(a.q_len);
+    const uint32_t b = p.by_heads.div_fast(bh);
+    const uint32_t h = bh - b * static_cast<uint32_t>(a.heads);
+    const auto offset = [&](const int64_t* strides) {
+      return b * static_cast<uint32_t>(strides[0]) + h * static_cast<uint32_t>(strides[1]) +
+             q * static_cast<uint32_t>(strides[2]);
+    };
+    scores = a.scores + offset(a.scores_stride);
+    bias = a.bias ? a.bias + offset(a.bias_stride) : scores;
+    bias_and = a.bias ? ~0u : 0u;
+    if constexpr (kPadding) kpm = a.key_padding_mask + b * static_cast<uint32_t>(a.kpm_stride[0]);
+    scale = a.scale;
   }
   OASR_DEVICE const T* first() const { return scores; }
   OASR_DEVICE float value(int col) const {
@@ -791,9 +803,10 @@ cudaError_t launch_masked_aligned_body_rows(const MaskedSoftmaxArgs<T, T>& a, cu
 }
 
 // The aligned-body kernel for masked rows, if it takes them: 16-bit scores and bias, no general
-// mask, every operand unit-strided over Tk, 65 to 256 keys, and the rows of the scores at the
-// offset mod 16 bytes of out's (contiguous) rows: the same base offset, and over B, H and Tq
-// strides that differ from out's by whole vectors (a dim of extent 1 adds no offset).
+// mask, every operand unit-strided over Tk, 65 to 256 keys, fewer than 2^31 rows and every
+// element read at an offset below 2^31, and the rows of the scores at the offset mod 16 bytes of
+// out's (contiguous) rows: the same base offset, and over B, H and Tq strides that differ from
+// out's by whole vectors (a dim of extent 1 adds no offset).
 // cudaErrorNotSupported where not.
 template <typename T, typename TBias>
 cudaError_t launch_masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
@@ -811,8 +824,23 @@ cudaError_t launch_masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a, cud
       }
       return ok;
     };
+    // The largest element offset an operand is read at, or -1 with a negative stride.
+    const auto last = [&](const int64_t* strides, int dims, const int64_t* dim_extents) {
+      int64_t offset = a.k_len - 1;
+      for (int d = 0; d < dims; ++d) {
+        if (strides[d] < 0) return int64_t(-1);
+        offset += (dim_extents[d] - 1) * strides[d];
+      }
+      return offset;
+    };
+    const auto fits = [](int64_t offset) { return offset >= 0 && offset < (int64_t(1) << 31); };
+    const int64_t rows = a.batch * a.heads * a.q_len;
+    const int64_t kpm_strides[1] = {a.kpm_stride[0]};
     if (a.mask != nullptr || a.k_len < 65 || a.k_len > kWarpSize * kN ||
-        !masked_rows_unit_steps(a) || !congruent(a.scores, a.scores_stride, a.out, out_strides)) {
+        !masked_rows_unit_steps(a) || !congruent(a.scores, a.scores_stride, a.out, out_strides) ||
+        !fits(rows) || !fits(last(a.scores_stride, 3, extents)) ||
+        (a.bias && !fits(last(a.bias_stride, 3, extents))) ||
+        (a.key_padding_mask && !fits(last(kpm_strides, 1, extents)))) {
       return cudaErrorNotSupported;
     }
     const bool bias_vectors =
