@@ -283,10 +283,12 @@ OASR_DEVICE float softmax_shift(float row_max) {
 }
 
 // 1 / s, or 0 for a masked row that kept nothing (s = 0). s >= 1 otherwise (the max term is 1),
-// far from where the approximate reciprocal (2 ulp, no slow-path call) flushes.
+// so MUFU.RCP alone (rcp.approx.ftz) gives __fdividef(1, s)'s bits without its range test and
+// rescale for subnormal s (four instructions a row in the issue-bound short-row kernels).
 template <bool kMasked>
 OASR_DEVICE float softmax_inv_sum(float row_sum) {
-  const float inv_sum = __fdividef(1.0f, row_sum);
+  float inv_sum;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(inv_sum) : "f"(row_sum));
   if constexpr (kMasked) {
     return row_sum == 0.0f ? 0.0f : inv_sum;
   } else {
@@ -538,7 +540,13 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   const float row_max = warp_reduce<MaxOp>(thread_max);
   const float shift = softmax_shift<Row::kMasked>(row_max);
 
-  auto exp_of = [&](float v) { return softmax_exp2((v - shift) * kLog2e); };
+  // softmax: one FFMA a value, v log2e - shift log2e (this kernel is bound by instruction issue).
+  // The rounding of shift log2e scales every term and the sum alike, so it cancels in e / s; in
+  // log(s) it would not, so log_softmax keeps the exact difference.
+  const float shift_log2e = shift * kLog2e;
+  auto exp_of = [&](float v) {
+    return softmax_exp2(kLog ? (v - shift) * kLog2e : fmaf(v, kLog2e, -shift_log2e));
+  };
   float thread_sum = exp_of(edge);
   if constexpr (!kLog) edge = exp_of(edge);
 #pragma unroll
