@@ -810,16 +810,19 @@ cudaError_t launch_masked_aligned_body_rows(const MaskedSoftmaxArgs<T, T>& a, cu
   return cudaGetLastError();
 }
 
-// The aligned-body kernel for masked rows, if it takes them: 16-bit scores and bias, no general
-// mask, every operand unit-strided over Tk, 65 to 256 keys, fewer than 2^31 rows and every
-// element read at an offset below 2^31, and the rows of the scores at the offset mod 16 bytes of
-// out's (contiguous) rows: the same base offset, and over B, H and Tq strides that differ from
-// out's by whole vectors (a dim of extent 1 adds no offset).
-// cudaErrorNotSupported where not.
+// How the aligned-body kernel reads masked rows, or kNone where it does not take them.
+enum class MaskedAlignedBody { kNone, kBiasVectors, kBiasElements };
+
+// The aligned-body kernel takes masked rows with 16-bit scores and bias, no general mask, every
+// operand unit-strided over Tk, 65 to 256 keys, fewer than 2^31 rows and every element read at
+// an offset below 2^31, and the rows of the scores at the offset mod 16 bytes of out's
+// (contiguous) rows: the same base offset, and over B, H and Tq strides that differ from out's
+// by whole vectors (a dim of extent 1 adds no offset). The bias is read as vectors where its rows
+// sit at the scores' offsets in the same sense (or there is none), else by element. Host code.
 template <typename T, typename TBias>
-cudaError_t launch_masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
+MaskedAlignedBody masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a) {
   if constexpr (sizeof(T) != 2 || !std::is_same_v<T, TBias>) {
-    return cudaErrorNotSupported;
+    return MaskedAlignedBody::kNone;
   } else {
     constexpr int kN = kVec128<T>;
     const int64_t extents[3] = {a.batch, a.heads, a.q_len};
@@ -833,28 +836,40 @@ cudaError_t launch_masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a, cud
       return ok;
     };
     // The largest element offset an operand is read at, or -1 with a negative stride.
-    const auto last = [&](const int64_t* strides, int dims, const int64_t* dim_extents) {
+    const auto last = [&](const int64_t* strides, int dims) {
       int64_t offset = a.k_len - 1;
       for (int d = 0; d < dims; ++d) {
         if (strides[d] < 0) return int64_t(-1);
-        offset += (dim_extents[d] - 1) * strides[d];
+        offset += (extents[d] - 1) * strides[d];
       }
       return offset;
     };
     const auto fits = [](int64_t offset) { return offset >= 0 && offset < (int64_t(1) << 31); };
-    const int64_t rows = a.batch * a.heads * a.q_len;
     const int64_t kpm_strides[1] = {a.kpm_stride[0]};
     if (a.mask != nullptr || a.k_len < 65 || a.k_len > kWarpSize * kN ||
         !masked_rows_unit_steps(a) || !congruent(a.scores, a.scores_stride, a.out, out_strides) ||
-        !fits(rows) || !fits(last(a.scores_stride, 3, extents)) ||
-        (a.bias && !fits(last(a.bias_stride, 3, extents))) ||
-        (a.key_padding_mask && !fits(last(kpm_strides, 1, extents)))) {
-      return cudaErrorNotSupported;
+        !fits(a.batch * a.heads * a.q_len) || !fits(last(a.scores_stride, 3)) ||
+        (a.bias && !fits(last(a.bias_stride, 3))) ||
+        (a.key_padding_mask && !fits(last(kpm_strides, 1)))) {
+      return MaskedAlignedBody::kNone;
     }
-    const bool bias_vectors =
-        a.bias == nullptr || congruent(a.bias, a.bias_stride, a.scores, a.scores_stride);
+    return a.bias == nullptr || congruent(a.bias, a.bias_stride, a.scores, a.scores_stride)
+               ? MaskedAlignedBody::kBiasVectors
+               : MaskedAlignedBody::kBiasElements;
+  }
+}
+
+// The aligned-body kernel for masked rows where masked_aligned_body takes them;
+// cudaErrorNotSupported where not.
+template <typename T, typename TBias>
+cudaError_t launch_masked_aligned_body(const MaskedSoftmaxArgs<T, TBias>& a, cudaStream_t stream) {
+  if constexpr (sizeof(T) != 2 || !std::is_same_v<T, TBias>) {
+    return cudaErrorNotSupported;
+  } else {
+    const MaskedAlignedBody path = masked_aligned_body(a);
+    if (path == MaskedAlignedBody::kNone) return cudaErrorNotSupported;
     const bool padding = a.key_padding_mask != nullptr;
-    if (bias_vectors) {
+    if (path == MaskedAlignedBody::kBiasVectors) {
       return padding ? launch_masked_aligned_body_rows<T, true, true>(a, stream)
                      : launch_masked_aligned_body_rows<T, true, false>(a, stream);
     }
