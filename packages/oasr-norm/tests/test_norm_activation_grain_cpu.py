@@ -6,19 +6,11 @@ table kernel (test_norm_activation_gpu.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import textwrap
 
-import pytest
+from norm_host_program import needs_nvcc, run_host_program
 
-from oasr_jit import env, toolchain
-from oasr_norm import _jit
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"), reason="needs nvcc"
-)
+pytestmark = needs_nvcc
 
 WAVE = 132 * 16 * 128  # the H200's threads in a wave of 128-thread blocks, 16 an SM
 
@@ -62,7 +54,7 @@ def test_contiguous_grain(tmp_path):
         f'  std::printf("%d %s\\n", {i}, name(contiguous_grain({n}LL, {vec}, {wave}LL)));'
         for i, (n, vec, wave) in enumerate(keys)
     )
-    out = _run(tmp_path, PROGRAM.replace("CASES", lines))
+    out = run_host_program(tmp_path, PROGRAM.replace("CASES", lines))
     got = {keys[int(i)]: grain for i, grain in (line.split(" ", 1) for line in out.splitlines())}
     assert got == CASES
 
@@ -88,20 +80,6 @@ FITS_PROGRAM = textwrap.dedent(
 )
 
 
-def _run(tmp_path, program_text: str) -> str:
-    source = tmp_path / "program.cu"
-    source.write_text(program_text)
-    program = tmp_path / "program"
-    build = subprocess.run(
-        [toolchain.nvcc().path, "-std=c++17", "--expt-relaxed-constexpr", "-arch=sm_90a",
-         f"-I{env.OASR_JIT_INCLUDE_DIR}", f"-I{_jit.INCLUDE_DIR}", str(source), "-o",
-         str(program)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stderr
-    return subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
-
-
 def test_gelu_table_takes_contiguous_aligned_tensors(tmp_path):
     keys = list(FITS)
     lines = "\n".join(
@@ -109,6 +87,6 @@ def test_gelu_table_takes_contiguous_aligned_tensors(tmp_path):
         f"(void*){out}, (const void*){x}, {rows}, {cols}, {stride})));"
         for i, (out, x, rows, cols, stride) in enumerate(keys)
     )
-    out = _run(tmp_path, FITS_PROGRAM.replace("CASES", lines))
+    out = run_host_program(tmp_path, FITS_PROGRAM.replace("CASES", lines))
     got = {keys[int(i)]: v == "1" for i, v in (line.split(" ", 1) for line in out.splitlines())}
     assert got == FITS

@@ -5,19 +5,11 @@ each path's kernels (test_norm_softmax_gpu.py's test_masked_aligned_body_layouts
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import textwrap
 
-import pytest
+from norm_host_program import needs_nvcc, run_host_program
 
-from oasr_jit import env, toolchain
-from oasr_norm import _jit
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"), reason="needs nvcc"
-)
+pytestmark = needs_nvcc
 
 B, H, T = 32, 4, 250
 DENSE = (H * T * T, T * T, T, 1)  # [B, H, Tq, Tk] contiguous
@@ -118,16 +110,6 @@ def _call(i, c):
 
 def test_masked_aligned_body_paths(tmp_path):
     lines = "\n".join(_call(i, c) for i, (_, c, _) in enumerate(CASES))
-    source = tmp_path / "program.cu"
-    source.write_text(PROGRAM.replace("CASES", lines))
-    program = tmp_path / "program"
-    build = subprocess.run(
-        [toolchain.nvcc().path, "-std=c++17", "--expt-relaxed-constexpr", "-arch=sm_90a",
-         f"-I{env.OASR_JIT_INCLUDE_DIR}", f"-I{_jit.INCLUDE_DIR}", str(source), "-o",
-         str(program)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert build.returncode == 0, build.stderr
-    out = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
+    out = run_host_program(tmp_path, PROGRAM.replace("CASES", lines))
     got = {CASES[int(i)][0]: p for i, p in (line.split(" ", 1) for line in out.splitlines())}
     assert got == {name: want for name, _, want in CASES}

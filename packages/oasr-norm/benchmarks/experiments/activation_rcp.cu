@@ -10,9 +10,9 @@
 // so a change needs those modules' GPU tests too.
 //
 // Variants, each at the production launch shape for the size (the activation launcher's grain:
-// two vectors a thread, one, or half): the production functor (launch_activation) against the
-// same kernel with __fdividef. First, every 16-bit input through both: how many outputs differ
-// and by how many ulps. Then graph replays and one call between events at 250 x 2048 and
+// two vectors a thread, one, or half): the functor with __frcp_rn (production until this probe
+// ran) against the same kernel with __fdividef and with rcp.approx. First, every 16-bit input
+// through each: how many outputs differ from __frcp_rn's and by how many ulps. Then graph replays and one call between events at 250 x 2048 and
 // 8000 x 2048 over rotating buffers. -DDTYPE=0 half, 1 bf16; build line in README.md.
 //
 // Measured (session 23, graph replays / one call, fp16; bf16 alike):
@@ -34,24 +34,22 @@ using namespace oasr;
 using namespace oasr::norm;
 
 enum class Op { kSwish, kSigmoid, kGeluTanh };
+// kIeee: n * __frcp_rn(d), the functors' form before session 23 (a range test, a branch and a
+// Newton step around MUFU.RCP).
 // kFdividef: __fdividef(n, d) (MUFU.RCP and a multiply; 0 for d > 2^126, i.e. x in (-88.7, -87.3)
 // for swish, where the true result is a normal bf16 / fp32 number).
 // kApprox: n * rcp.approx.f32 without .ftz (MUFU.RCP with a scale for d > 2^126: 3 more
-// instructions than __fdividef, a subnormal reciprocal kept).
-enum class Rcp { kFdividef, kApprox };
-
-OASR_DEVICE float rcp_approx(float d) {
-  float r;
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(d));
-  return r;
-}
+// instructions than __fdividef, a subnormal reciprocal kept): the library's rcp_approx since.
+enum class Rcp { kIeee, kFdividef, kApprox };
 
 template <Rcp kRcp>
 OASR_DEVICE float divide(float n, float d) {
-  if constexpr (kRcp == Rcp::kFdividef) {
+  if constexpr (kRcp == Rcp::kIeee) {
+    return n * __frcp_rn(d);
+  } else if constexpr (kRcp == Rcp::kFdividef) {
     return __fdividef(n, d);
   } else {
-    return n * rcp_approx(d);
+    return n * norm::rcp_approx(d);
   }
 }
 
@@ -65,11 +63,6 @@ OASR_DEVICE float fast_form(float x) {
     const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
     return divide<kRcp>(x, 1.0f + __expf(-2.0f * u));
   }
-}
-
-constexpr Activation production(Op op) {
-  return op == Op::kSwish ? Activation::kSwish
-                          : (op == Op::kSigmoid ? Activation::kSigmoid : Activation::kGeluTanh);
 }
 
 // The production flat kernel's shape with fast_form: kSlots vectors of N a thread.
@@ -107,7 +100,7 @@ void launch_fast(const ActivationArgs<T>& a, cudaStream_t s) {
 
 template <Op kOp>
 void run_op(const char* name, cudaStream_t s) {
-  // Every 16-bit input: production against each fast form.
+  // Every 16-bit input: the __frcp_rn form against each fast form.
   for (const Rcp form : {Rcp::kFdividef, Rcp::kApprox}) {
     constexpr int64_t kAll = 1 << 16;
     std::vector<uint16_t> bits(kAll), prod(kAll), fast(kAll);
@@ -117,7 +110,7 @@ void run_op(const char* name, cudaStream_t s) {
     CHECK_CUDA(cudaMalloc(&dp, kAll * 2));
     CHECK_CUDA(cudaMalloc(&df, kAll * 2));
     CHECK_CUDA(cudaMemcpy(dx, bits.data(), kAll * 2, cudaMemcpyHostToDevice));
-    CHECK_CUDA(launch_activation<production(kOp)>(ActivationArgs<T>{dp, dx, 1, kAll, kAll}, s));
+    launch_fast<kOp, Rcp::kIeee>(ActivationArgs<T>{dp, dx, 1, kAll, kAll}, s);
     const ActivationArgs<T> fa{df, dx, 1, kAll, kAll};
     if (form == Rcp::kFdividef) launch_fast<kOp, Rcp::kFdividef>(fa, s);
     else launch_fast<kOp, Rcp::kApprox>(fa, s);
@@ -143,7 +136,7 @@ void run_op(const char* name, cudaStream_t s) {
     auto launch = [&](int k, T* y, const T* x) {
       const ActivationArgs<T> a{y, x, rows, cols, cols};
       if (k == 0) {
-        CHECK_CUDA(launch_activation<production(kOp)>(a, s));
+        launch_fast<kOp, Rcp::kIeee>(a, s);
       } else if (k == 1) {
         launch_fast<kOp, Rcp::kFdividef>(a, s);
       } else {

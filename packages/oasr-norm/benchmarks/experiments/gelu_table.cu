@@ -112,21 +112,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   walk.run([&](uint4 q) { return map_vec(tab, q); });
 }
 
-// The library's launch shape (a 128-thread block a chunk of two vectors a thread), the table
-// read from global memory through L1.
-__global__ void __launch_bounds__(128, 16)
-    table_global(uint4* out, const uint4* x, int64_t num_vecs, const uint16_t* __restrict__ tab) {
-  const int64_t v = int64_t(blockIdx.x) * 256 + threadIdx.x;
-  uint4 a = {}, b = {};
-  if (v < num_vecs) a = x[v];
-  if (v + 128 < num_vecs) b = x[v + 128];
-  auto map = [&](uint32_t w) {
-    return uint32_t(__ldg(tab + (w & 0xffff))) | (uint32_t(__ldg(tab + (w >> 16))) << 16);
-  };
-  if (v < num_vecs) out[v] = make_uint4(map(a.x), map(a.y), map(a.z), map(a.w));
-  if (v + 128 < num_vecs) out[v + 128] = make_uint4(map(b.x), map(b.y), map(b.z), map(b.w));
-}
-
 int ulp_distance(uint16_t p, uint16_t q) {
   auto ordered = [](uint16_t b) { return b & 0x8000 ? -int(b & 0x7fff) : int(b); };
   return std::abs(ordered(p) - ordered(q));
@@ -209,7 +194,7 @@ int main() {
         case 2: table_smem<1024><<<sms, 1024, kTableBytes, s>>>(yv, xv, num_vecs, tv); break;
         case 3: table_smem<512><<<sms, 512, kTableBytes, s>>>(yv, xv, num_vecs, tv); break;
         case 4:
-          table_global<<<unsigned((num_vecs + 255) / 256), 128, 0, s>>>(yv, xv, num_vecs,
+          table_l1<<<unsigned((num_vecs + 255) / 256), 128, 0, s>>>(yv, xv, num_vecs,
                                                                        d_table);
           break;
         default: table_smem<1024><<<sms, 1024, kTableBytes, s>>>(yv, xv, 0, tv); break;

@@ -66,22 +66,6 @@ __global__ void fill_spread(T* p, size_t n, uint32_t seed, int kind) {
   }
 }
 
-// The library's chunked launch shape (128-thread blocks, two vectors a thread), the table read
-// from global memory through L1.
-__global__ void __launch_bounds__(128, 16)
-    table_global(uint4* out, const uint4* x, int64_t num_vecs) {
-  const uint16_t* tab = norm::gelu_table<T>();
-  const int64_t v = int64_t(blockIdx.x) * 256 + threadIdx.x;
-  uint4 a = {}, b = {};
-  if (v < num_vecs) a = x[v];
-  if (v + 128 < num_vecs) b = x[v + 128];
-  auto map = [&](uint32_t w) {
-    return uint32_t(__ldg(tab + (w & 0xffff))) | (uint32_t(__ldg(tab + (w >> 16))) << 16);
-  };
-  if (v < num_vecs) out[v] = make_uint4(map(a.x), map(a.y), map(a.z), map(a.w));
-  if (v + 128 < num_vecs) out[v + 128] = make_uint4(map(b.x), map(b.y), map(b.z), map(b.w));
-}
-
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   cudaStream_t s;
@@ -89,6 +73,9 @@ int main() {
   bool ready = false;
   CHECK_CUDA(norm::make_gelu_tables(s, &ready));
   if (!ready) return 1;
+  void* table;  // the module's table, made by the line above
+  CHECK_CUDA(cudaGetSymbolAddress(&table, DTYPE == 0 ? norm::detail::gelu_table_fp16
+                                                     : norm::detail::gelu_table_bf16));
   const char* kinds[4] = {"uniform[-4,4)", "N(0,1)", "N(0,64^2)", "random bits"};
   for (const auto shape : {std::pair<int64_t, int64_t>{8000, 2048}, {32000, 5120}}) {
     const int64_t rows = shape.first, cols = shape.second;
@@ -101,8 +88,9 @@ int main() {
       } else if (k == 1) {
         CHECK_CUDA(norm::launch_activation<norm::Activation::kRelu>(a, s));
       } else if (k == 2) {
-        table_global<<<unsigned((num_vecs + 255) / 256), 128, 0, s>>>(
-            reinterpret_cast<uint4*>(y), reinterpret_cast<const uint4*>(x), num_vecs);
+        table_l1<<<unsigned((num_vecs + 255) / 256), 128, 0, s>>>(
+            reinterpret_cast<uint4*>(y), reinterpret_cast<const uint4*>(x), num_vecs,
+            static_cast<const uint16_t*>(table));
       } else {  // the erff kernel, the reference
         CHECK_CUDA((norm::launch_chunked<Vec<T, kVec128<T>>>(
             norm::activation_kernel<norm::Activation::kGelu, T, kVec128<T>, true>, a,

@@ -1,6 +1,7 @@
 // What the norm probes that time rows over rotating buffers share: a CUDA error check, a hashed
 // fill, a spin kernel, input / output buffers rotated past L2, graph-replay and one-call medians,
-// and a check of softmax rows against float64. The element type is probe_dtype.h's T.
+// a check of softmax rows against float64, and the GELU probes' table gather through L1. The
+// element type is probe_dtype.h's T.
 #pragma once
 
 #include <algorithm>
@@ -211,4 +212,20 @@ void print_elementwise_times(const std::vector<const char*>& names, const Rotati
            kDtype, (long long)rows, (long long)cols, names[k], graph[k], 100 * copy_us / graph[k],
            one[k], 100 * copy_us / one[k]);
   }
+}
+
+// out = tab[x] for 16-bit x: the activation library's launch shape (a 128-thread block a chunk of
+// two vectors a thread), the table read from global memory through L1 (gelu_table.cu,
+// gelu_table_spread.cu).
+__global__ void __launch_bounds__(128, 16)
+    table_l1(uint4* out, const uint4* x, int64_t num_vecs, const uint16_t* __restrict__ tab) {
+  const int64_t v = int64_t(blockIdx.x) * 256 + threadIdx.x;
+  uint4 a = {}, b = {};
+  if (v < num_vecs) a = x[v];
+  if (v + 128 < num_vecs) b = x[v + 128];
+  auto map = [&](uint32_t w) {
+    return uint32_t(__ldg(tab + (w & 0xffff))) | (uint32_t(__ldg(tab + (w >> 16))) << 16);
+  };
+  if (v < num_vecs) out[v] = make_uint4(map(a.x), map(a.y), map(a.z), map(a.w));
+  if (v + 128 < num_vecs) out[v + 128] = make_uint4(map(b.x), map(b.y), map(b.z), map(b.w));
 }
