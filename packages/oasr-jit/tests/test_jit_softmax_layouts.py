@@ -1,6 +1,7 @@
-"""Which row masked_softmax's launcher picks for a layout (softmax.cuh's masked_rows_unit_steps /
-masked_rows_pair_aligned), checked on the CPU: a host program built with the real nvcc asks both
-for a table of operand layouts and prints the answers. The pointers are addresses only (never
+"""Which kernel masked_softmax's launcher picks for a layout, in its order (softmax.cuh's
+masked_aligned_body, then masked_rows_unit_steps / masked_rows_pair_aligned), checked on the CPU:
+a host program built with the real nvcc asks them for a table of operand layouts and prints the
+answers. The pointers are addresses only (never
 dereferenced), so no GPU is needed. The GPU tests check every path's answers."""
 
 from __future__ import annotations
@@ -17,25 +18,72 @@ pytestmark = requires_nvcc
 # name: (C++ statements adjusting `a`, the MaskedSoftmaxArgs<half, TBias> of a contiguous
 # [2, 4, 250, 250] scores with every operand absent; TBias; the expected row)
 LAYOUTS = {
-    "plain": ("", "half", "pairs"),
+    # self-attention's layouts: the aligned body (16-byte vectors of scores and out)
+    "plain": ("", "half", "aligned body"),
+    "contiguous bias and padding": ("dense_bias(a); padding(a, 250);", "half", "aligned body"),
+    "relative-position window bias": (
+        "a.bias = at<BiasT>(2); a.bias_stride[0] = 0; a.bias_stride[1] = 499;"
+        " a.bias_stride[2] = 1; a.bias_stride[3] = 1;",
+        "half",
+        "aligned body, bias by element",
+    ),
+    "bias off the scores' offset": (
+        "dense_bias(a); a.bias = at<BiasT>(2);",
+        "half",
+        "aligned body, bias by element",
+    ),
+    "bias off by a whole vector": (
+        "dense_bias(a); a.bias = at<BiasT>(16);",
+        "half",
+        "aligned body",
+    ),
+    # [B, 1, Tq, Tk] over 4 heads: 250 * 250 is not a whole number of vectors
+    "bias broadcast over the heads": (
+        "dense_bias(a); a.bias_stride[1] = 0;",
+        "half",
+        "aligned body, bias by element",
+    ),
+    "padding broadcast over the batch": (
+        "padding(a, 250); a.kpm_stride[0] = 0;",
+        "half",
+        "aligned body",
+    ),
+    "padding rows of odd stride": (
+        "padding(a, 250); a.kpm_stride[0] = 251;",
+        "half",
+        "aligned body",
+    ),
+    "odd Tk": ("odd_keys(a);", "half", "aligned body"),
+    "scores and out an element off together": (
+        "a.scores = at<half>(2); a.out = const_cast<half*>(at<half>((1 << 19) + 2));",
+        "half",
+        "aligned body",
+    ),
+    "scores rows of a [..., :250] slice of 258": (
+        "a.scores_stride[0] = 4 * 250 * 258; a.scores_stride[1] = 250 * 258;"
+        " a.scores_stride[2] = 258;",
+        "half",
+        "aligned body",
+    ),
+    "65 keys": ("keys(a, 65);", "half", "aligned body"),
+    "256 keys": ("keys(a, 256);", "half", "aligned body"),
+    # past the aligned body: the pair rows
+    "64 keys": ("keys(a, 64);", "half", "pairs"),
+    "257 keys": ("keys(a, 257);", "half", "pairs by element"),
+    "offsets past 2^31": ("a.batch = 40000;", "half", "pairs"),
+    # one head in a buffer of four: the batch stride is no whole number of out's vectors
+    "odd stride on a dim of extent 1": (
+        "a.heads = 1; a.scores_stride[1] = 62501;",
+        "half",
+        "pairs",
+    ),
     "contiguous bias, mask, padding": (
         "dense_bias(a); dense_mask(a); padding(a, 250);",
         "half",
         "pairs",
     ),
     "float32 bias": ("dense_bias(a);", "float", "pairs"),
-    "relative-position window bias": (
-        "a.bias = at<BiasT>(2); a.bias_stride[0] = 0; a.bias_stride[1] = 499;"
-        " a.bias_stride[2] = 1; a.bias_stride[3] = 1;",
-        "half",
-        "pairs",
-    ),
-    "padding broadcast over the batch": (
-        "padding(a, 250); a.kpm_stride[0] = 0;",
-        "half",
-        "pairs",
-    ),
-    "odd Tk": ("odd_keys(a);", "half", "pairs by element"),
+    "no bias, float32 bias type": ("", "float", "one value"),
     "odd Tk in scores rows of even stride ([..., :249] of 250)": (
         "odd_keys(a); a.scores_stride[0] = 4 * 249 * 250; a.scores_stride[1] = 249 * 250;"
         " a.scores_stride[2] = 250;",
@@ -55,20 +103,15 @@ LAYOUTS = {
         "half",
         "pairs by element",
     ),
-    "padding rows of odd stride": (
-        "padding(a, 250); a.kpm_stride[0] = 251;",
-        "half",
-        "pairs by element",
-    ),
-    "odd stride on a dim of extent 1": (
-        "a.heads = 1; a.scores_stride[1] = 62501;",
-        "half",
-        "pairs",
-    ),
     "bias slice [..., ::2]": ("dense_bias(a); a.bias_stride[3] = 2;", "half", "one value"),
     "bias broadcast over the keys": ("dense_bias(a); a.bias_stride[3] = 0;", "half", "one value"),
     "mask slice [..., ::3]": ("dense_mask(a); a.mask_stride[3] = 3;", "half", "one value"),
-    "no bias, float32 bias type": ("", "float", "one value"),
+    # its offsets are not bounded by the last element (never from PyTorch; the guard is cheap)
+    "negative bias stride": (
+        "dense_bias(a); a.bias_stride[1] = -a.bias_stride[1];",
+        "half",
+        "pairs",
+    ),
 }
 
 PROGRAM = textwrap.dedent(
@@ -100,6 +143,10 @@ PROGRAM = textwrap.dedent(
       a.scores_stride[0] = 4 * 249 * 249; a.scores_stride[1] = 249 * 249;
       a.scores_stride[2] = 249;
     }
+    template <typename A> void keys(A& a, int64_t t) {
+      a.k_len = a.q_len = t;
+      a.scores_stride[0] = 4 * t * t; a.scores_stride[1] = t * t; a.scores_stride[2] = t;
+    }
     template <typename BiasT> MaskedSoftmaxArgs<half, BiasT> contiguous() {
       MaskedSoftmaxArgs<half, BiasT> a{};
       a.out = const_cast<half*>(at<half>(1 << 19));
@@ -110,6 +157,11 @@ PROGRAM = textwrap.dedent(
       return a;
     }
     template <typename A> const char* row(const A& a) {
+      switch (masked_aligned_body(a)) {
+        case MaskedAlignedBody::kBiasVectors: return "aligned body";
+        case MaskedAlignedBody::kBiasElements: return "aligned body, bias by element";
+        default: break;
+      }
       if (!masked_rows_unit_steps(a)) return "one value";
       return masked_rows_pair_aligned(a) ? "pairs" : "pairs by element";
     }
@@ -128,7 +180,7 @@ def _case(index: int, statements: str, bias_type: str) -> str:
     )
 
 
-def test_masked_softmax_picks_the_row_its_layout_allows(tmp_path):
+def test_masked_softmax_picks_the_kernel_its_layout_allows(tmp_path):
     names = list(LAYOUTS)
     cases = "\n".join(_case(i, LAYOUTS[name][0], LAYOUTS[name][1]) for i, name in enumerate(names))
     source = tmp_path / "layouts.cu"
@@ -143,5 +195,11 @@ def test_masked_softmax_picks_the_row_its_layout_allows(tmp_path):
     lines = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
     got = {names[int(i)]: row for i, row in (line.split(" ", 1) for line in lines.splitlines())}
     want = {name: expected for name, (_, _, expected) in LAYOUTS.items()}
-    assert set(want.values()) == {"pairs", "pairs by element", "one value"}
+    assert set(want.values()) == {
+        "aligned body",
+        "aligned body, bias by element",
+        "pairs",
+        "pairs by element",
+        "one value",
+    }
     assert got == want
