@@ -228,8 +228,9 @@ def test_host_clock_ratio_is_near_the_truth():
     assert result["timing"] == "host clock" and result["input_sets"] == 1
     assert 20_000 <= result["oasr_us"] < 25_000 and 60_000 <= result["peer_us"] < 65_000, result
     assert 2.5 < result["ratio"] < 3.3, result
-    # the check, one warm-up call each, then rounds that flip the order: o p | p o | o p ...
-    assert log == ["oasr", "peer"] * 2 + ["oasr", "peer", "peer", "oasr"] * 3
+    # the check, then rounds that flip the order, each sample after an untimed call of its side:
+    # oo pp | pp oo | oo pp ...
+    assert log == ["oasr", "peer"] + (["oasr"] * 2 + ["peer"] * 4 + ["oasr"] * 2) * 3
 
 
 def test_host_clock_counts_the_gpu_until_it_is_done(monkeypatch):

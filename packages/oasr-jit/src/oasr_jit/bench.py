@@ -347,16 +347,18 @@ class Timing(NamedTuple):
 
 def _host_medians(fns: dict[str, Callable[[Any], Any]], inputs, reps: int) -> dict[str, float]:
     """Median µs per call of each side on the host clock: each sample is one call and the GPU's
-    completion (`_gpu_sync`), the sides alternating and the order flipping every round, after
-    one warm-up call each."""
+    completion (`_gpu_sync`), the sides alternating and the order flipping every round. Every
+    sample follows an untimed call of its own side: a CPU peer's call leaves the GPU idle for
+    its whole length (tens of ms for a CPU decoder), and the first GPU call after such a pause
+    pays the GPU's wake-up (~0.3 ms measured on the H200), which a side timed back to back, or a
+    GPU kept busy by an encoder, does not."""
     sync = _gpu_sync()
-    for fn in fns.values():
-        fn(inputs)
-    sync()
     sides = list(fns)
     samples: dict[str, list[float]] = {side: [] for side in sides}
     for rep in range(reps):
         for side in sides if rep % 2 == 0 else sides[::-1]:
+            fns[side](inputs)
+            sync()
             start_ns = time.perf_counter_ns()
             fns[side](inputs)
             sync()
