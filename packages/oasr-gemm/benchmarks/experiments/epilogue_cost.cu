@@ -3,24 +3,36 @@
 // Sessions 4-6 shipped one kernel per config with LinCombPerColBiasEltAct and a run-time
 // activation switch (RuntimeActivation below), also for a plain GEMM; session 7 compiles the
 // activation in, on this probe's evidence. One tile structure per executable (-DSTRUCT=n),
-// timed with nine epilogues on random fp16 data:
-//   0 plain LinearCombination                     4 bias + Swish compiled in (the package's)
-//   1 bias + Identity compiled in                 5 bias + Swish as x/2 (1 + tanh.approx(x/2))
-//   2 run-time switch: identity, no bias          6 bias + Swish: ex2.approx, Newton reciprocal
-//   3 run-time switch: swish, bias                7 bias + exact GELU, erff (the package's)
-//                                                 8 bias + exact GELU through erfc (session 8)
-// -DSTRUCT=0 cooperative 256x128, 1 ping-pong 128x128 with a 2x1 cluster, 2 ping-pong 128x128.
+// timed with up to fourteen epilogues on random fp16 data (-DKIND_MASK picks some):
+//   0 plain LinearCombination                     6 bias + Swish: ex2.approx, Newton reciprocal
+//   1 bias + Identity compiled in                 7 bias + exact GELU, erff (the package's)
+//   2 run-time switch: identity, no bias          8 bias + exact GELU through erfc (session 8)
+//   3 run-time switch: swish, bias                9 bias + tanh GELU (the package's)
+//   4 bias + Swish compiled in (the package's)   10 bias + Swish on ex2 / rcp.approx.ftz alone
+//     (session 24: the same SASS as 10; kind 4 was __expf's form before)
+//   5 bias + Swish as x/2 (1 + tanh.approx(x/2))  11-13 as 10, with 2, 4 or 6 of every 8
+//                                                    reciprocals by Newton (session 24)
+// -DSTRUCT=0 cooperative 256x128, 1 ping-pong 128x128 with a 2x1 cluster, 2 ping-pong 128x128,
+// 3 cooperative 128x256.
 // Session 18 ran 7 against 8 (H200, fp16): the erfc form is no faster in the epilogue. Ping-pong
 // 128x128: 1286 -> 1261 us at 48000x5120x1280 (1283 -> 1221 with the 2x1 cluster), but 59.5 ->
 // 63.7 us at 8000x2048x256 and 143 -> 155 us at 8000x5000x256; and with it in the package,
 // `oasr bench gemm` timed GELU at 48000x5120x1280 at 1098 / 1071 us (fp16 / bf16) against 1105 /
 // 1046 before. The package keeps erff.
-// The three Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
+// Session 24 ran kinds 1, 4, 10-13 (kind 4 then __expf's form) on structures 0, 2 and 3, two
+// rounds each (H200, us, round 1): at 8000x2048x256 bias + identity 24.1 / 24.9 / 24.3, Swish
+// 32.1 / 36.0 / 32.1, trimmed (10) 31.4 / 33.6 / 31.3, with 2 of 8 reciprocals by Newton (11)
+// 30.6 / 33.2 / 30.8; at 32000x2048x512 Swish 155.7 / 139.2 / 158.5, trimmed 161.6 / 135.7 /
+// 154.9 (round 2: 148.7 / 136.3 / 164.2: this shape moves by 5-8% between runs), Newton 2 of 8
+// 157.7 / 153.2 / 153.6 (ping-pong: 10-18% slower in both rounds, 4 and 6 of 8 likewise). The
+// package took form 10 (the same SASS, same bits as before); the Newton split was not kept.
+// The five Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
 // the worst error in units of the fp16 spacing at the exact value (what rounding to fp16 sees).
 // Build: see README.md.
 #include <cmath>
 #include <cstdio>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -69,17 +81,42 @@ struct RuntimeActivation<cutlass::Array<E, N>> {
   }
 };
 
-// Swish compiled in: three forms of x * sigmoid(x).
+// 1/d for d >= 1 on the FMA pipe (session 24): the bit-trick guess (5% off) and two Newton
+// steps (6.6e-6 relative, about a hundredth of an fp16 ulp), d clamped to 2^126 so that the
+// guess stays normal. 6 FMA-pipe instructions where MUFU.RCP is one issue slot and 8 of the
+// SFU's cycles a warp (it serves 4 lanes a cycle per scheduler).
+__device__ __forceinline__ float rcp_newton(float d) {
+  d = fminf(d, 8.5070592e37f);
+  float r = __int_as_float(0x7EF311C7 - __float_as_int(d));
+  r = fmaf(r, fmaf(-d, r, 1.0f), r);
+  return fmaf(r, fmaf(-d, r, 1.0f), r);
+}
+__device__ __forceinline__ float ex2_ftz(float t) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(t));
+  return y;
+}
+__device__ __forceinline__ float rcp_ftz(float d) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(d));
+  return y;
+}
+
+// Swish compiled in: five forms of x * sigmoid(x).
 template <int kForm>
 struct SwishForm {
   CUTLASS_DEVICE static float apply(float x) {
-    if constexpr (kForm == 0) {  // the package's: two MUFU ops (ex2, rcp)
+    if constexpr (kForm == 0) {  // the package's before session 24: two MUFU ops (ex2, rcp)
       return __fdividef(x, 1.0f + __expf(-x));
     } else if constexpr (kForm == 1) {  // one MUFU op: sigmoid(x) = 0.5 + 0.5 tanh(x / 2)
       const float h = 0.5f * x;
       float t;
       asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(h));
       return fmaf(h, t, h);
+    } else if constexpr (kForm == 3) {  // two MUFU ops, no range fix-ups: e = inf gives -0
+      return x * rcp_ftz(1.0f + ex2_ftz(x * -1.4426950408889634f));
+    } else if constexpr (kForm == 4) {  // one MUFU op (ex2), the reciprocal by Newton
+      return x * rcp_newton(1.0f + ex2_ftz(x * -1.4426950408889634f));
     } else {  // one MUFU op: ex2, then 1 / (1 + e) by Newton from a bit-trick guess
       const float e = exp2f(fminf(-x, 80.0f) * 1.4426950408889634f);  // ex2.approx.ftz
       const float d = 1.0f + e;
@@ -107,8 +144,6 @@ struct SwishFn {
     }
   };
 };
-template <class V>
-using Swish0 = SwishFn<0>::Op<V>;
 template <class V>
 using Swish1 = SwishFn<1>::Op<V>;
 template <class V>
@@ -140,6 +175,39 @@ using GeluErff = oasr::gemm::GeluAct<V>;
 template <class V>
 using GeluErfcAct = oasr::gemm::Elementwise<GeluErfc>::Op<V>;
 
+// Swish with the reciprocals of kNewton of every 8 fragment elements on the FMA pipe (form 4),
+// the others on the SFU (form 3): the epilogue at K 256 is bound by the SFU (two MUFU ops an
+// element), so moving part of them to the FMA pipe trades SFU cycles for issue slots.
+template <int kNewton>
+struct SwishSplit {
+  template <class V>
+  struct Op {  // (CUTLASS applies the Array form)
+    CUTLASS_DEVICE V operator()(V const& x) const { return V(SwishForm<3>::apply(float(x))); }
+  };
+  template <class E, int N>
+  struct Op<cutlass::Array<E, N>> {
+    CUTLASS_DEVICE cutlass::Array<E, N> operator()(cutlass::Array<E, N> const& x) const {
+      cutlass::Array<E, N> y;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i) {
+        const float v = float(x[i]);
+        y[i] = E(i % 8 < kNewton ? SwishForm<4>::apply(v) : SwishForm<3>::apply(v));
+      }
+      return y;
+    }
+  };
+};
+template <class V>
+using SwishTrim = SwishSplit<0>::Op<V>;
+template <class V>
+using SwishNewton2 = SwishSplit<2>::Op<V>;
+template <class V>
+using SwishNewton4 = SwishSplit<4>::Op<V>;
+template <class V>
+using SwishNewton6 = SwishSplit<6>::Op<V>;
+template <class V>
+using GeluTanhAct = oasr::gemm::GeluTanhAct<V>;
+
 template <int kKind>
 struct FusionOf {
   template <template <class> class Act>
@@ -151,12 +219,24 @@ struct FusionOf {
           std::conditional_t<
               kKind == 2 || kKind == 3, BiasAct<RuntimeActivation>,
               std::conditional_t<
-                  kKind == 4, BiasAct<Swish0>,
+                  kKind == 4, BiasAct<oasr::gemm::SwishAct>,
                   std::conditional_t<
                       kKind == 5, BiasAct<Swish1>,
-                      std::conditional_t<kKind == 6, BiasAct<Swish2>,
-                                         std::conditional_t<kKind == 7, BiasAct<GeluErff>,
-                                                            BiasAct<GeluErfcAct>>>>>>>>;
+                      std::conditional_t<
+                          kKind == 6, BiasAct<Swish2>,
+                          std::conditional_t<
+                              kKind == 7, BiasAct<GeluErff>,
+                              std::conditional_t<
+                                  kKind == 8, BiasAct<GeluErfcAct>,
+                                  std::conditional_t<
+                                      kKind == 9, BiasAct<GeluTanhAct>,
+                                      std::conditional_t<
+                                          kKind == 10, BiasAct<SwishTrim>,
+                                          std::conditional_t<
+                                              kKind == 11, BiasAct<SwishNewton2>,
+                                              std::conditional_t<kKind == 12,
+                                                                 BiasAct<SwishNewton4>,
+                                                                 BiasAct<SwishNewton6>>>>>>>>>>>>>;
 };
 
 template <int TM, int TN, int CM, bool kCoop, int kKind>
@@ -229,10 +309,14 @@ using V = Variant<256, 128, 1, true, kKind>;
 template <int kKind>
 using V = Variant<128, 128, 2, false, kKind>;
 #define NAME "pp 128x128x64 c2x1"
-#else  // what the shipped tuning data runs gemm_activation on from 32000 rows
+#elif STRUCT == 2  // what the shipped tuning data runs gemm_activation on from 32000 rows
 template <int kKind>
 using V = Variant<128, 128, 1, false, kKind>;
 #define NAME "pp 128x128x64 c1x1"
+#else  // what it runs linear + Swish on at 8000 x 2048 x 256
+template <int kKind>
+using V = Variant<128, 256, 1, true, kKind>;
+#define NAME "coop 128x256x64 c1x1"
 #endif
 
 template <int kForm>
@@ -262,6 +346,35 @@ static double swish_error_ulp16() {
   return worst;
 }
 
+// The epilogues timed: bit k of KIND_MASK times kind k (each kind is a kernel to compile, so a
+// subset builds faster: -DKIND_MASK=0x1C12 is kinds 1, 4, 10, 11 and 12; nvcc splits -D values at
+// commas, hence a mask).
+#ifndef KIND_MASK
+#define KIND_MASK 0x3FFF
+#endif
+constexpr int kNumKinds = __builtin_popcount(KIND_MASK & 0x3FFF);
+struct KindArray {
+  int k[kNumKinds];
+};
+constexpr KindArray kind_array() {
+  KindArray a{};
+  for (int bit = 0, i = 0; bit < 14; ++bit) {
+    if ((KIND_MASK >> bit) & 1) a.k[i++] = bit;
+  }
+  return a;
+}
+constexpr KindArray kKinds = kind_array();
+const char* const kKindNames[] = {"plain",    "b+id",      "rt id",     "rt swish",
+                                  "swish",    "tanh",      "ex2+nr",    "gelu erf",
+                                  "gelu erfc", "gelu tanh", "sw trim",  "sw nt 2/8",
+                                  "sw nt 4/8", "sw nt 6/8"};
+
+template <int... kIndex>
+void time_kinds(std::integer_sequence<int, kIndex...>, int m, int n, int k, const T* a,
+                const T* b, const T* bias, T* d, int sms, float* t) {
+  ((t[kIndex] = V<kKinds.k[kIndex]>::time(m, n, k, a, b, bias, d, sms)), ...);
+}
+
 int main() {
   int sms;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
@@ -275,31 +388,26 @@ int main() {
   const int shapes[][3] = {{8000, 2048, 256}, {8000, 256, 256},   {8000, 5000, 256},
                            {32000, 2048, 512}, {32000, 1536, 512}, {8000, 512, 2048},
                            {48000, 5120, 1280}};
-  printf("%s. Swish forms' worst error in fp16 ulps on [-30, 30]: production %.3f, tanh %.3f, "
-         "ex2+newton %.3f\n",
-         NAME, swish_error_ulp16<0>(), swish_error_ulp16<1>(), swish_error_ulp16<2>());
-  printf("%-18s %8s %8s %8s %8s %8s %8s %8s %8s %8s  (us)\n", "M x N x K", "plain", "b+id",
-         "rt id", "rt swish", "swish", "tanh", "ex2+nr", "gelu erf", "gelu erfc");
+  printf("%s. Swish forms' worst error in fp16 ulps on [-30, 30]: __expf %.3f, tanh %.3f, "
+         "ex2+newton %.3f, ex2/rcp.ftz %.3f, ex2.ftz + 2 Newton steps %.3f\n",
+         NAME, swish_error_ulp16<0>(), swish_error_ulp16<1>(), swish_error_ulp16<2>(),
+         swish_error_ulp16<3>(), swish_error_ulp16<4>());
+  printf("%-18s", "M x N x K");
+  for (int kind : kKinds.k) printf(" %9s", kKindNames[kind]);
+  printf("  (us)\n");
   for (auto& s : shapes) {
     const int m = s[0], n = s[1], k = s[2];
     const float scale = 2.0f / std::sqrt(float(k)) * 1.7f;
     fill_random<<<1024, 256>>>(a, size_t(m) * k, 1234u + k, 1.0f);
     fill_random<<<1024, 256>>>(b, size_t(n) * k, 99u + n, scale);
     fill_random<<<64, 256>>>(bias, 8192, 7u, 1.0f);
-    float t[9];
-    t[0] = V<0>::time(m, n, k, a, b, bias, d, sms);
-    t[1] = V<1>::time(m, n, k, a, b, bias, d, sms);
-    t[2] = V<2>::time(m, n, k, a, b, bias, d, sms);
-    t[3] = V<3>::time(m, n, k, a, b, bias, d, sms);
-    t[4] = V<4>::time(m, n, k, a, b, bias, d, sms);
-    t[5] = V<5>::time(m, n, k, a, b, bias, d, sms);
-    t[6] = V<6>::time(m, n, k, a, b, bias, d, sms);
-    t[7] = V<7>::time(m, n, k, a, b, bias, d, sms);
-    t[8] = V<8>::time(m, n, k, a, b, bias, d, sms);
+    float t[kNumKinds];
+    time_kinds(std::make_integer_sequence<int, kNumKinds>{}, m, n, k, a, b, bias, d, sms, t);
     char shape[32];
     snprintf(shape, sizeof shape, "%dx%dx%d", m, n, k);
-    printf("%-18s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", shape, t[0], t[1],
-           t[2], t[3], t[4], t[5], t[6], t[7], t[8]);
+    printf("%-18s", shape);
+    for (float x : t) printf(" %9.2f", x);
+    printf("\n");
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }
