@@ -1,0 +1,84 @@
+"""Where gemm_log_softmax's two passes spend their time at V 5000 and 8404 (session 24).
+
+Each part is timed alone with CUDA events around an eager call, median of 30, 8000 rows, K 512:
+the whole op, PyTorch's linear and log_softmax, the weight padding, the padded GEMM, and the row
+pass from the padded logits, in place, and over aligned rows of the padded width (the row kernels
+take 16-byte vectors only where every row is 16-byte aligned). Calls of several launches (the whole
+op, the padding) include the host's time between launches; single launches (the row pass) are
+the GPU's. On the H200 (fp16 / bf16, µs): the row pass at V 8404 from the padded logits 99.5 /
+102.9, in place 96.7 / 96.7, over aligned rows of 8408 83.3 / 84.6; at V 5000 47-51 either way.
+Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_parts.py
+"""
+
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import oasr_gemm
+from oasr_gemm import head
+
+M, K = 8000, 512
+COPY_TBPS = 4.27
+
+
+def median_us(fn, reps: int = 30) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def time_parts(a: torch.Tensor, vocab: int) -> None:
+    rows = head._row_pass()
+    dtype = a.dtype
+    b = (torch.randn(vocab, K, device="cuda") / K**0.5 * 4).to(dtype)
+    c = torch.randn(vocab, device="cuda", dtype=dtype)
+    padded = -(-vocab // 8) * 8
+    b_pad = F.pad(b, (0, 0, 0, padded - vocab))
+    c_pad = F.pad(c, (0, padded - vocab))
+    logits = torch.empty(M, padded, device="cuda", dtype=dtype)
+    out = torch.empty(M, vocab, device="cuda", dtype=dtype)
+    linear = F.linear(a, b, c)
+    x_aligned = torch.randn(M, padded, device="cuda", dtype=dtype)
+    out_aligned = torch.empty_like(x_aligned)
+    parts = {
+        "op": lambda: oasr_gemm.gemm_log_softmax(a, b, c, out=out),
+        "torch": lambda: F.log_softmax(F.linear(a, b, c), dim=-1),
+        "torch linear": lambda: F.linear(a, b, c),
+        "torch log_softmax": lambda: F.log_softmax(linear, dim=-1),
+        "pad weight and bias": lambda: (
+            F.pad(b, (0, 0, 0, padded - vocab)),
+            F.pad(c, (0, padded - vocab)),
+        ),
+        "addmm into padded": lambda: torch.addmm(c_pad, a, b_pad.t(), out=logits),
+        "rows from padded": lambda: rows(out, logits[:, :vocab]),
+        "rows in place": lambda: rows(out, out),
+        f"rows aligned x{padded}": lambda: rows(out_aligned, x_aligned),
+    }
+    times = {name: median_us(fn) for name, fn in parts.items()}
+    floor_us = 2 * M * vocab * out.element_size() / (COPY_TBPS * 1e6)
+    print(
+        f"{dtype} {M}x{vocab}x{K}: "
+        + ", ".join(f"{name} {us:.1f}" for name, us in times.items())
+        + f" (µs; the row pass's bytes at {COPY_TBPS} TB/s: {floor_us:.1f})"
+    )
+
+
+def main() -> None:
+    for dtype in (torch.float16, torch.bfloat16):
+        a = torch.randn(M, K, device="cuda", dtype=dtype)
+        for vocab in (5000, 8404):
+            time_parts(a, vocab)
+
+
+if __name__ == "__main__":
+    main()
