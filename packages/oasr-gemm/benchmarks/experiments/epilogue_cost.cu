@@ -31,6 +31,7 @@
 // Build: see README.md.
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -212,31 +213,15 @@ template <int kKind>
 struct FusionOf {
   template <template <class> class Act>
   using BiasAct = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, T, float, T, T, float>;
-  using type = std::conditional_t<
-      kKind == 0, cutlass::epilogue::fusion::LinearCombination<T, float, T, float>,
-      std::conditional_t<
-          kKind == 1, BiasAct<cutlass::epilogue::thread::Identity>,
-          std::conditional_t<
-              kKind == 2 || kKind == 3, BiasAct<RuntimeActivation>,
-              std::conditional_t<
-                  kKind == 4, BiasAct<oasr::gemm::SwishAct>,
-                  std::conditional_t<
-                      kKind == 5, BiasAct<Swish1>,
-                      std::conditional_t<
-                          kKind == 6, BiasAct<Swish2>,
-                          std::conditional_t<
-                              kKind == 7, BiasAct<GeluErff>,
-                              std::conditional_t<
-                                  kKind == 8, BiasAct<GeluErfcAct>,
-                                  std::conditional_t<
-                                      kKind == 9, BiasAct<GeluTanhAct>,
-                                      std::conditional_t<
-                                          kKind == 10, BiasAct<SwishTrim>,
-                                          std::conditional_t<
-                                              kKind == 11, BiasAct<SwishNewton2>,
-                                              std::conditional_t<kKind == 12,
-                                                                 BiasAct<SwishNewton4>,
-                                                                 BiasAct<SwishNewton6>>>>>>>>>>>>>;
+  // kinds 0-13, as the header lists them
+  using type = std::tuple_element_t<
+      kKind,
+      std::tuple<cutlass::epilogue::fusion::LinearCombination<T, float, T, float>,
+                 BiasAct<cutlass::epilogue::thread::Identity>, BiasAct<RuntimeActivation>,
+                 BiasAct<RuntimeActivation>, BiasAct<oasr::gemm::SwishAct>, BiasAct<Swish1>,
+                 BiasAct<Swish2>, BiasAct<GeluErff>, BiasAct<GeluErfcAct>, BiasAct<GeluTanhAct>,
+                 BiasAct<SwishTrim>, BiasAct<SwishNewton2>, BiasAct<SwishNewton4>,
+                 BiasAct<SwishNewton6>>>;
 };
 
 template <int TM, int TN, int CM, bool kCoop, int kKind>
