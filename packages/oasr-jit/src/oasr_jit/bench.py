@@ -350,7 +350,7 @@ def _host_medians(fns: dict[str, Callable[[Any], Any]], inputs, reps: int) -> di
     completion (`_gpu_sync`), the sides alternating and the order flipping every round. Every
     sample follows an untimed call of its own side: a CPU peer's call leaves the GPU idle for
     its whole length (tens of ms for a CPU decoder), and the first GPU call after such a pause
-    pays the GPU's wake-up (~0.3 ms measured on the H200), which a side timed back to back, or a
+    pays the GPU's wake-up (0.2-0.3 ms measured on the H200), which a side timed back to back, or a
     GPU kept busy by an encoder, does not."""
     sync = _gpu_sync()
     sides = list(fns)
