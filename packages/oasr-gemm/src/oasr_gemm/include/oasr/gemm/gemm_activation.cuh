@@ -9,9 +9,9 @@
 // Swish and tanh-GELU take two MUFU operations per element, ex2 and the reciprocal of
 // __fdividef: their fp32 error is a few thousandths of an fp16 ulp. The epilogue's cost at small
 // K is those MUFU operations (16 per clock per SM: about 8 us for 16M outputs) and the issue
-// slots around them. The exponential is ex2.approx.ftz: __expf's ex2.approx without .ftz adds
-// three instructions an element to keep results below 2^-126, which 1 + e rounds away, so the
-// outputs are the same bits (session 24 on the H200: every production config, both dtypes and
+// slots around them. The exponential is the core's softmax_exp2 (ex2.approx.ftz): __expf's
+// ex2.approx without .ftz adds three instructions an element to keep results below 2^-126,
+// which 1 + e rounds away, so the outputs are the same bits (session 24 on the H200: every production config, both dtypes and
 // both activations, bitwise; benchmarks/experiments/epilogue_cost.cu: 2.5-6.5% off linear +
 // Swish at K 256 and 512 on three tile structures; `oasr bench gemm --filter swish`: 0-6.5%,
 // geometric mean of its eight cases 1.25x -> 1.28x PyTorch). A one-MUFU sigmoid through
@@ -25,15 +25,9 @@
 #include <cutlass/cutlass.h>
 #include <cutlass/epilogue/thread/activation.h>
 
-namespace oasr::gemm {
+#include "oasr/common/softmax.cuh"  // softmax_exp2: 2^t on MUFU.EX2 alone (ex2.approx.ftz)
 
-// 2^t on MUFU.EX2 alone: 0 where the result would be below 2^-126 (see above)
-CUTLASS_DEVICE float exp2_ftz(float t) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(t));
-  return y;
-}
-constexpr float kLog2e = 1.4426950408889634f;
+namespace oasr::gemm {
 
 struct Relu {
   CUTLASS_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
@@ -41,7 +35,7 @@ struct Relu {
 // x * sigmoid(x)
 struct Swish {
   CUTLASS_DEVICE float operator()(float x) const {
-    return __fdividef(x, 1.0f + exp2_ftz(x * -kLog2e));
+    return __fdividef(x, 1.0f + softmax_exp2(x * -kLog2e));
   }
 };
 struct Gelu {
@@ -53,7 +47,7 @@ struct Gelu {
 struct GeluTanh {
   CUTLASS_DEVICE float operator()(float x) const {
     const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return __fdividef(x, 1.0f + exp2_ftz(u * (-2.0f * kLog2e)));
+    return __fdividef(x, 1.0f + softmax_exp2(u * (-2.0f * kLog2e)));
   }
 };
 
