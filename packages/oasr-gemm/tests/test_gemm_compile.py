@@ -4,7 +4,8 @@ plain module also links an sm80 unit, as the production module does), the sm80 l
 of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS 2.x general lane (its
 13 alignment pairs, the small-K and small-N kernels, about 35 s) with one unit of its sm90 tuned
 lane, one of group_gemm (about 15 s), gemm_log_softmax's row pass (the shared softmax kernels,
-about 30 s) and its one-kernel head (about 15 s)."""
+about 30 s) and its two fused heads (one module: the one-kernel and the cluster head, about
+15 s)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,6 @@ def test_the_log_softmax_row_pass_compiles_for_sm90a(hopper):
     assert is_complete_shared_object(_jit.gen_log_softmax_module().build())
 
 
-def test_the_one_kernel_head_compiles_for_sm90a(hopper):
+def test_the_fused_heads_compile_for_sm90a(hopper):
     """TMA + wgmma in inline PTX, both dtypes (about 15 s)."""
     assert is_complete_shared_object(_jit.gen_head_module().build())

@@ -143,3 +143,36 @@ def test_the_one_kernel_head_takes_small_vocabularies_on_sm90(monkeypatch):
     assert not runs_one_kernel(A, torch.randn(40, 32).half()[:, :24], C, None)  # B strided
     monkeypatch.setattr(head, "_is_sm90", lambda device: False)
     assert not runs_one_kernel(A, B, C, None)
+
+
+def test_where_the_cluster_head_wins():
+    """The speed rule (a pure function of the call's M, V and K; measured on the H200)."""
+    wins = head.cluster_head_wins
+    assert wins(8000, 1025, 256) and wins(3909, 2047, 256) and wins(2666, 3001, 256)
+    assert not wins(3908, 2047, 256)  # under 8M outputs
+    assert not wins(8000, 3073, 256)  # past V 3072 at K 256
+    assert not wins(8000, 2048, 256) and not wins(8000, 5000, 256)  # aligned V: two passes
+    assert wins(64, 1025, 512) and wins(32000, 1099, 320)  # K up to 512: V up to 1100
+    assert not wins(64, 1101, 512) and not wins(64, 1025, 520)
+
+
+def test_the_cluster_head_takes_what_it_can_where_it_wins(monkeypatch):
+    """Eligibility on CPU tensors posing as sm90 CUDA ones (the rule reads metadata)."""
+    A = torch.randn(8000, 256).half()
+    B = torch.randn(1025, 256).half()
+    assert not head.runs_cluster_head(A, B, None, None)  # a CPU tensor is never the kernel's
+    monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("cuda", 0)))
+    monkeypatch.setattr(head, "_is_sm90", lambda device: True)
+    assert head.runs_cluster_head(A, B, None, None)
+    assert head.runs_cluster_head(A.view(2, 4000, 256), B, torch.randn(1025).half(), None)
+    assert not head.runs_cluster_head(A[:64], B, None, None)  # where it loses
+    monkeypatch.setattr(head, "cluster_head_wins", lambda M, V, K: True)
+    assert not head.runs_cluster_head(A, B[:512], None, None)  # V 512: the one-kernel head's
+    assert head.runs_cluster_head(A, torch.randn(head.CLUSTER_MAX_VOCAB, 256).half(), None, None)
+    big = torch.randn(head.CLUSTER_MAX_VOCAB + 1, 256).half()
+    assert not head.runs_cluster_head(A, big, None, None)  # past 16 CTAs' shared memory
+    assert not head.runs_cluster_head(
+        torch.randn(64, 520).half(), torch.randn(1025, 520).half(), None, None
+    )
+    assert not head.runs_cluster_head(A, B, torch.randn(8000, 1025).half(), None)  # a matrix C
+    assert not head.runs_cluster_head(A[:, :250], B[:, :250], None, None)  # K not a multiple of 8

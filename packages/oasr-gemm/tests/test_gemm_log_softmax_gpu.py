@@ -1,6 +1,7 @@
 """`gemm_log_softmax` on the GPU against an fp32 reference: the CTC vocabularies (the one-kernel
-head, test_gemm_log_softmax_head_gpu.py's subject, takes V <= 256 and V 500 from 2000 rows;
-aligned V on the sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A,
+head, test_gemm_log_softmax_head_gpu.py's subject, takes V <= 256 and V 500 from 2000 rows; the
+cluster head, test_gemm_log_softmax_cluster_gpu.py's, is switched off here so that the two
+passes run: aligned V on the sm90 kernels or cuBLAS, odd ones on cuBLAS), bias or matrix C, N-D A,
 ``out=``, rows past the register capacity, empty inputs, ``backend="oasr"`` refusing what the
 kernels cannot take, refusals of the row pass, CUDA-graph capture."""
 
@@ -14,6 +15,13 @@ from oasr_gemm.head import gemm_runs_kernels, runs_one_kernel
 from oasr_jit.testing import skip_unless_gpu
 
 pytestmark = skip_unless_gpu()
+
+
+@pytest.fixture(autouse=True)
+def two_passes_past_the_one_kernel_head(monkeypatch):
+    """V > 512 on the two passes at every size (the cluster head has its own tests)."""
+    monkeypatch.setattr(oasr_gemm.head, "cluster_head_wins", lambda M, V, K: False)
+
 
 DTYPES = [torch.float16, torch.bfloat16]
 

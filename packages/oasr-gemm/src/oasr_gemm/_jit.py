@@ -14,8 +14,9 @@ split-K / Stream-K); the activation is compiled into the epilogue
                        2.x) and a unit per config of the tuned lane (sm90, configs.BMM_TUNED)
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
     oasr_gemm_log_softmax  gemm_log_softmax's row pass (no CUTLASS): one unit
-    oasr_gemm_log_softmax_head  gemm_log_softmax in one kernel for V <= 512 (sm90: TMA +
-                                wgmma, no CUTLASS): one unit
+    oasr_gemm_log_softmax_head  gemm_log_softmax in one kernel (sm90: TMA + wgmma, no
+                                CUTLASS): the one-kernel head (V <= 512) and the cluster head
+                                (512 < V <= 12288, K <= 512), a unit each
 
 nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
 minute and 4 GB (the build's job limit knows: ``use_cutlass``).
@@ -227,7 +228,9 @@ def gen_log_softmax_module() -> JitSpec:
 
 def gen_head_module() -> JitSpec:
     return gen_jit_spec(
-        HEAD_MODULE, [CSRC_DIR / "log_softmax_head_sm90.cu"], extra_include_dirs=[CSRC_DIR]
+        HEAD_MODULE,
+        [CSRC_DIR / "log_softmax_head_sm90.cu", CSRC_DIR / "log_softmax_cluster_sm90.cu"],
+        extra_include_dirs=[CSRC_DIR],
     )
 
 

@@ -8,6 +8,13 @@ lies at a rounding boundary may round the other way than in the two passes (thei
 another order), so at 256 < V <= 512 a row can differ by a logit's ulp between a call under
 2000 rows and one over.
 
+For 512 < V <= 12288 and K <= 512, the cluster head (`runs_cluster_head`:
+``csrc/log_softmax_cluster_sm90.cu``) spreads a 64-row block's vocabulary over a cluster of up
+to 16 CTAs, each parking its slice of the rounded logits in shared memory; the row's max and sum
+are merged across the cluster, and each CTA writes its slice of the output once. It is taken
+where it beats the two passes (`cluster_head_wins`: odd vocabularies up to 3072 at K <= 256 from
+8M outputs, up to 1100 at K <= 512); at an aligned V 5000 it runs 0.7-0.8x of them.
+
 Otherwise two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
 then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's softmax) reads each row
 once (into registers up to V = 16384) and writes its log_softmax once. PyTorch's
@@ -47,23 +54,40 @@ HEAD_MAX_VOCAB = 512
 #: 1.05-3.0x from 64 rows; docs/gemm.md.
 HEAD_MIN_ROWS = 2000
 
+#: The cluster head (``csrc/log_softmax_cluster_sm90.cu``) spreads a row block's vocabulary over
+#: a cluster of up to 16 CTAs, each holding its slice of the logits in shared memory beside A's
+#: rows (K <= 512) and a ring of B's: V up to 12288 fits at any such K.
+CLUSTER_MAX_VOCAB = 12288
+CLUSTER_MAX_K = 512
+
+
+def cluster_head_wins(M: int, V: int, K: int) -> bool:
+    """Where the cluster head beats the two passes (H200, ``benchmarks/log_softmax_head.py
+    --cluster``, fp16; docs/gemm.md): odd vocabularies, whose two passes pay cuBLAS's odd-N GEMM
+    or a padded weight, up to V 3072 at K <= 256 from 8M outputs (1.12-1.38x there), and up to
+    V 1100 at K <= 512 (1.07-2.3x). An aligned V 5000 ran 0.68-0.80x of its two passes (the
+    per-CTA chain of TMA loads from L2 is the limit, not the bytes), V 2047 at K 512 from 4000
+    rows 0.8x, small calls of V 1025-2047 at K 256 0.8-1.0x."""
+    if V % 8 == 0:
+        return False
+    if K <= 256:
+        return V <= 3072 and M * V >= 8_000_000
+    return K <= 512 and V <= 1100
+
 
 @functools.cache
 def _is_sm90(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device)[0] == 9
 
 
-def runs_one_kernel(
+def _fused_operands(
     A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None, out: torch.Tensor | None
 ) -> bool:
-    """Whether the one-kernel head takes this call: sm90, V <= `HEAD_MAX_VOCAB` (from
-    `HEAD_MIN_ROWS` rows when V > 256), K a positive multiple of 8, A's rows and B readable by
-    TMA (16-byte start and row stride), C absent or a bias vector, ``out`` (when given)
-    starting on 16 bytes. Else the two passes run."""
-    V, K = B.shape
-    if A.device.type != "cuda" or not (0 < V <= HEAD_MAX_VOCAB and K > 0 and K % 8 == 0):
-        return False
-    if V > 256 and math.prod(A.shape[:-1]) < HEAD_MIN_ROWS:
+    """What both fused heads need: a CUDA call on sm90, K a positive multiple of 8, A's rows
+    and B readable by TMA (16-byte start and row stride), C absent or a bias vector, ``out``
+    (when given) starting on 16 bytes."""
+    K = B.shape[1]
+    if A.device.type != "cuda" or not (K > 0 and K % 8 == 0):
         return False
     if C is not None and (C.dim() != 1 or not C.is_contiguous()):
         return False
@@ -76,6 +100,33 @@ def runs_one_kernel(
     except ValueError:
         return False
     return B.is_contiguous() and B.data_ptr() % 16 == 0
+
+
+def runs_one_kernel(
+    A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None, out: torch.Tensor | None
+) -> bool:
+    """Whether the one-kernel head takes this call: V <= `HEAD_MAX_VOCAB` (from
+    `HEAD_MIN_ROWS` rows when V > 256) and the operands `_fused_operands` names."""
+    V = B.shape[0]
+    if not 0 < V <= HEAD_MAX_VOCAB:
+        return False
+    if V > 256 and math.prod(A.shape[:-1]) < HEAD_MIN_ROWS:
+        return False
+    return _fused_operands(A, B, C, out)
+
+
+def runs_cluster_head(
+    A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None, out: torch.Tensor | None
+) -> bool:
+    """Whether the cluster head takes this call: `HEAD_MAX_VOCAB` < V <= `CLUSTER_MAX_VOCAB`,
+    K <= `CLUSTER_MAX_K`, where `cluster_head_wins`, with the operands `_fused_operands`
+    names."""
+    V, K = B.shape
+    if not (HEAD_MAX_VOCAB < V <= CLUSTER_MAX_VOCAB and K <= CLUSTER_MAX_K):
+        return False
+    if not cluster_head_wins(math.prod(A.shape[:-1]), V, K):
+        return False
+    return _fused_operands(A, B, C, out)
 
 
 def gemm_runs_kernels(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None) -> bool:
@@ -115,6 +166,11 @@ def gemm_log_softmax(
         if out is None:
             out = torch.empty((*A.shape[:-1], V), dtype=A.dtype, device=A.device)
         _head()(out.view(M, V), _rows(A, "A"), B, C)
+        return out
+    if runs_cluster_head(A, B, C, out):
+        if out is None:
+            out = torch.empty((*A.shape[:-1], V), dtype=A.dtype, device=A.device)
+        _cluster_head()(out.view(M, V), _rows(A, "A"), B, C, 0)
         return out
     if backend == "oasr" or gemm_runs_kernels(A, B, C):
         out = _gemm(A, B, C, "identity", out, False, backend, "gemm")
@@ -183,9 +239,21 @@ def _head():
 
 
 @functools.cache
+def _cluster_head():
+    """The exported cluster head, looked up once."""
+    return _jit.head_module().log_softmax_cluster_sm90
+
+
+@functools.cache
 def _row_pass():
     """The exported row pass, looked up once."""
     return _jit.log_softmax_module().log_softmax_rows
 
 
-__all__ = ["gemm_log_softmax", "gemm_runs_kernels", "runs_one_kernel"]
+__all__ = [
+    "cluster_head_wins",
+    "gemm_log_softmax",
+    "gemm_runs_kernels",
+    "runs_cluster_head",
+    "runs_one_kernel",
+]

@@ -20,26 +20,19 @@
 // 2.3: 8 MB at DRAM write speed), with three stages, MMAs kept in flight and two fewer
 // instructions an output 10.7 (events; docs/gemm.md, "One kernel for V <= 256,
 // and V <= 512 from 2000 rows").
-#include <cuda.h>  // CUtensorMap and its encoder's types; the encoder comes from the runtime
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <atomic>
 #include <cmath>
-#include <type_traits>
 
+#include "head_sm90.cuh"
 #include "oasr/common/softmax.cuh"  // softmax_exp2: MUFU.EX2 alone, -inf -> 0
-#include "oasr/common/types.h"
-#include "tvm_ffi_utils.h"
 
 using namespace oasr;
+using namespace oasr::head;
 
 namespace {
 
 constexpr int kRows = 64;           // rows per CTA
 constexpr int kCols = 512;          // columns per CTA: the largest V
 constexpr int kGroupCols = 256;     // columns per warpgroup (one wgmma N)
-constexpr int kChunkK = 64;         // K per stage: 128 bytes, the swizzle atom's width
 constexpr int kStages = 3;          // 3 x 72 KB of shared memory
 constexpr int kStageA = kRows * kChunkK;  // elements
 constexpr int kStageB = kCols * kChunkK;
@@ -54,43 +47,6 @@ struct SharedStorage {
 };
 // the output tile [64][V] is staged in the B stages once the K loop is done
 static_assert(sizeof(SharedStorage<half>::b) >= kRows * kCols * sizeof(half));
-
-__device__ __forceinline__ float to_float(half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ half from_float<half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ bfloat16 from_float<bfloat16>(float x) { return __float2bfloat16_rn(x); }
-
-template <typename T>
-struct alignas(4) Pair {
-  T x, y;
-};
-
-// (x, y) rounded to T and back: one pack, two unpacks
-template <typename T>
-__device__ __forceinline__ float2 rounded(float x, float y) {
-  if constexpr (std::is_same_v<T, half>) {
-    return __half22float2(__floats2half2_rn(x, y));
-  } else {
-    return __bfloat1622float2(__floats2bfloat162_rn(x, y));
-  }
-}
-
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// wgmma's shared-memory matrix descriptor for a K-major tile in the 128B swizzle: leading byte
-// offset unused (16), 1024 bytes between 8-row groups, swizzle mode 1. Base 1024-aligned; the
-// k16 steps inside a 64-wide chunk advance the start by 32 bytes.
-__device__ __forceinline__ uint64_t descriptor(const void* tile) {
-  const uint64_t addr = smem_addr(tile);
-  return ((addr & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
-}
 
 #define OASR_HEAD_D8(i) \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
@@ -123,35 +79,6 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
   }
 }
 
-__device__ __forceinline__ void barrier_init(uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)));
-}
-
-__device__ __forceinline__ void barrier_expect_bytes(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void barrier_wait(uint64_t* bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nwait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-
-// the box of `map` at (k, row) into shared memory; completes bytes on `bar`
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int k, int row,
-                                         uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(smem_addr(bar))
-      : "memory");
-}
-
 struct HeadMaps {
   CUtensorMap a;  // A [M, K], box 64 x 64
   CUtensorMap b;  // B [V, K], box 256 x 64
@@ -167,8 +94,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
 #else
   constexpr int kThreads = kGroups * 128;
   extern __shared__ unsigned char smem_raw[];
-  auto& s = *reinterpret_cast<SharedStorage<T>*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  auto& s = *reinterpret_cast<SharedStorage<T>*>(align_1024(smem_raw));
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int m0 = blockIdx.x * kRows;
   const int chunks = (K + kChunkK - 1) / kChunkK;
@@ -298,74 +224,13 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
 #endif
 }
 
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda)
-EncodeTiled encode_tiled() {
-  static const EncodeTiled fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    const cudaError_t status = cudaGetDriverEntryPointByVersion(
-        "cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
-    if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
-      TVM_FFI_THROW(RuntimeError) << "the CUDA driver has no cuTensorMapEncodeTiled (needs a "
-                                  << "CUDA 12 driver or newer)";
-    }
-    return reinterpret_cast<EncodeTiled>(p);
-  }();
-  return fn;
-}
-
-// rows [rows, K] with `stride` elements between rows, boxes of box_rows x 64, 128B swizzle
-CUtensorMap k_major_map(const void* base, DLDataType dtype, int64_t rows, int64_t K,
-                        int64_t stride, unsigned box_rows, const char* name) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(stride) * 2};
-  const cuuint32_t box[2] = {kChunkK, box_rows};
-  const cuuint32_t steps[2] = {1, 1};
-  const CUresult status = encode_tiled()(
-      &map, same_dtype(dtype, kFloat16) ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-      2, const_cast<void*>(base), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (status != CUDA_SUCCESS) {
-    TVM_FFI_THROW(ValueError) << "TMA cannot describe " << name << " (" << rows << " x " << K
-                              << ", row stride " << stride << "): cuTensorMapEncodeTiled "
-                              << "returned " << int(status);
-  }
-  return map;
-}
-
-int64_t max_shared_bytes(int device) {
-  int bytes = 0;
-  check_cuda_status(
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-      "reading the shared-memory limit");
-  return bytes;
-}
-
 template <typename T, int kGroups>
 void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, int64_t K, int64_t V,
             const DeviceScope& scope) {
   const int smem_bytes = int(sizeof(SharedStorage<T>)) + 1024;  // + the 1024-byte alignment
-  // once per device: the opt-in to more than 48 KB of shared memory
-  static std::atomic<uint64_t> opted_in{0};
-  const uint64_t bit = uint64_t(1) << (scope.device_id() % 64);
-  if (!(opted_in.load(std::memory_order_acquire) & bit)) {
-    if (max_shared_bytes(scope.device_id()) < smem_bytes) {
-      TVM_FFI_THROW(RuntimeError) << "the one-kernel head needs " << smem_bytes
-                                  << " bytes of shared memory a block; this GPU has less";
-    }
-    check_cuda_status(cudaFuncSetAttribute(log_softmax_head_kernel<T, kGroups>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           smem_bytes),
-                      "setting the head kernel's shared memory");
-    opted_in.fetch_or(bit, std::memory_order_release);
-  }
+  static std::atomic<uint64_t> opted_in{0};  // per device
+  opt_in_shared_memory(log_softmax_head_kernel<T, kGroups>, smem_bytes, scope.device_id(),
+                       opted_in, "the one-kernel head");
   const dim3 grid(unsigned((M + kRows - 1) / kRows));
   log_softmax_head_kernel<T, kGroups><<<grid, kGroups * 128, smem_bytes, scope.stream()>>>(
       maps, static_cast<const T*>(bias), reinterpret_cast<T*>(data_bytes(out)), int(M), int(K),
@@ -378,55 +243,11 @@ void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, i
 // K a multiple of 8 and at least 1; sm_90 only.
 void log_softmax_head_sm90(TensorView out, TensorView a, TensorView b, OptionalTensor bias) {
   DeviceScope scope(out);
-  scope.check_same_device(a, "A");
-  scope.check_same_device(b, "B");
-  check_dtype(out, {kFloat16, kBFloat16}, "out");
-  check_same_dtype(a, "A", out, "out");
-  check_same_dtype(b, "B", out, "out");
-  check_ndim(out, 2, "out");
-  check_ndim(a, 2, "A");
-  check_ndim(b, 2, "B");
+  const void* bias_ptr = check_head_operands(scope, out, a, b, bias, "the one-kernel head");
   const int64_t M = a.size(0), K = a.size(1), V = b.size(0);
-  check_size(b, 1, K, "B");
-  check_size(out, 0, M, "out");
-  check_size(out, 1, V, "out");
-  check_contiguous(out, "out");
-  check_contiguous(b, "B");
-  check_last_dim_contiguous(a, "A");
-  if (reinterpret_cast<uintptr_t>(data_bytes(out)) % 16 != 0) {  // rows of any length: the
-    TVM_FFI_THROW(ValueError) << "out must start on 16 bytes (the CTAs copy their rows out in "
-                              << "16-byte pieces); pass a fresh tensor";  // spans are 128 V bytes
-  }
-  check_aligned_16(a, "A");
-  check_aligned_16(b, "B");
   if (V < 1 || V > kCols) {
     TVM_FFI_THROW(ValueError) << "the one-kernel head takes 1 to " << kCols << " columns, got V = "
                               << V << "; larger vocabularies take the two-pass route";
-  }
-  if (K < 1 || K % 8 != 0) {
-    TVM_FFI_THROW(ValueError) << "the one-kernel head needs K a positive multiple of 8 (TMA "
-                              << "rows of 16-byte multiples), got K = " << K;
-  }
-  if (M >= (int64_t(1) << 31)) TVM_FFI_THROW(ValueError) << "A has 2^31 rows or more";
-  const void* bias_ptr = nullptr;
-  if (bias.has_value()) {
-    scope.check_same_device(*bias, "bias");
-    check_same_dtype(*bias, "bias", out, "out");
-    check_ndim(*bias, 1, "bias");
-    check_size(*bias, 0, V, "bias");
-    check_contiguous(*bias, "bias");
-    bias_ptr = data_bytes(*bias);
-  }
-  check_no_overlap(out, "out", a, "A");
-  check_no_overlap(out, "out", b, "B");
-  if (bias.has_value()) check_no_overlap(out, "out", *bias, "bias");
-  int major = 0;
-  check_cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                           scope.device_id()),
-                    "reading the compute capability");
-  if (major != 9) {
-    TVM_FFI_THROW(RuntimeError) << "the one-kernel head runs on sm_90 (wgmma, TMA); this GPU is "
-                                << "sm_" << major << "x: use the two-pass route";
   }
   if (M == 0) return;
   const HeadMaps maps{
