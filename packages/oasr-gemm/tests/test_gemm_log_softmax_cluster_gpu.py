@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from gemm_head_helpers import assert_matches_reference, replay_in_graph
+from gemm_head_helpers import head_operands as _operands
+from gemm_head_helpers import randn as _randn
 
 import oasr_gemm
 from oasr_gemm import head
@@ -31,42 +34,11 @@ def cluster_head_for_every_size(monkeypatch):
     monkeypatch.setattr(head, "cluster_head_wins", lambda M, V, K: True)
 
 
-# (rtol, atol) as the one-kernel head's tests: the output's rounding, and a logit near a rounding
-# boundary may round the other way from the fp32 sum than from the exact one
-TOLERANCES = {torch.float16: (1e-3, 1e-2), torch.bfloat16: (8e-3, 7e-2)}
-
-
-def _randn(*shape, dtype, seed=0, scale=1.0):
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    return (torch.randn(*shape, device="cuda", generator=gen) * scale).to(dtype)
-
-
-def _operands(M, K, V, dtype, bias=True, seed=0):
-    A = _randn(M, K, dtype=dtype, seed=seed)
-    B = _randn(V, K, dtype=dtype, seed=seed + 1, scale=3 * K**-0.5)  # logits of a few units
-    C = _randn(V, dtype=dtype, seed=seed + 2) if bias else None
-    return A, B, C
-
-
-def _reference(A, B, C):
-    """float64, from the logits rounded to A's dtype (what the op and PyTorch see)"""
-    logits = A.double() @ B.double().T
-    if C is not None:
-        logits += C.double()
-    return torch.log_softmax(logits.to(A.dtype).double(), dim=-1)
-
-
-def _assert_close(out, want, dtype):
-    rtol, atol = TOLERANCES[dtype]
-    torch.testing.assert_close(out.double(), want, rtol=rtol, atol=atol)
-
-
 def _check(A, B, C, dtype):
     assert head.runs_cluster_head(A, B, C, None)
-    want = _reference(A, B, C)
-    out = torch.full(want.shape, float("nan"), device="cuda", dtype=dtype)
+    out = torch.full((*A.shape[:-1], B.shape[0]), float("nan"), device="cuda", dtype=dtype)
     assert oasr_gemm.gemm_log_softmax(A, B, C, out=out) is out
-    _assert_close(out, want, dtype)
+    assert_matches_reference(out, A, B, C)
     assert torch.equal(oasr_gemm.gemm_log_softmax(A, B, C), out)  # a fresh output, same bits
 
 
@@ -104,7 +76,7 @@ def test_every_split_of_the_vocabulary(max_chunks):
     A, B, C = _operands(130, 64, 2041, dtype)
     out = torch.full((130, 2041), float("nan"), device="cuda", dtype=dtype)
     head._cluster_head()(out, A, B, C, max_chunks)
-    _assert_close(out, _reference(A, B, C), dtype)
+    assert_matches_reference(out, A, B, C)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -166,7 +138,7 @@ def test_launcher_refusals_raise_and_leave_the_context_usable():
         )
     run(out, A, B, C, 0)  # the context still runs kernels
     torch.cuda.synchronize()
-    _assert_close(out, _reference(A, B, C), dtype)
+    assert_matches_reference(out, A, B, C)
 
 
 def test_graph_capture():
@@ -174,16 +146,8 @@ def test_graph_capture():
     A, B, C = _operands(500, 256, 5000, dtype)
     out = torch.empty(500, 5000, device="cuda", dtype=dtype)
     assert head.runs_cluster_head(A, B, C, out)
-    oasr_gemm.gemm_log_softmax(A, B, C, out=out)  # builds and loads outside the capture
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        oasr_gemm.gemm_log_softmax(A, B, C, out=out)
-    out.fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
-    _assert_close(out, _reference(A, B, C), dtype)
+    replay_in_graph(lambda: oasr_gemm.gemm_log_softmax(A, B, C, out=out), out)
+    assert_matches_reference(out, A, B, C)
 
 
 def test_the_speed_rule_routes_calls(monkeypatch):
@@ -199,7 +163,4 @@ def test_the_speed_rule_routes_calls(monkeypatch):
     small = _randn(64, 512, dtype=dtype)
     assert head.runs_cluster_head(small, _randn(1025, 512, dtype=dtype), None, None)  # K 512
     A, B, C = _operands(64, 512, 1025, dtype)
-    want = _reference(A, B, C)
-    torch.testing.assert_close(
-        oasr_gemm.gemm_log_softmax(A, B, C).double(), want, rtol=1e-3, atol=1e-2
-    )
+    assert_matches_reference(oasr_gemm.gemm_log_softmax(A, B, C), A, B, C)

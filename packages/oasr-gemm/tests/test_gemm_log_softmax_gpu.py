@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from gemm_head_helpers import randn as _randn
+from gemm_head_helpers import replay_in_graph
 
 import oasr_gemm
 from oasr_gemm.head import gemm_runs_kernels, runs_one_kernel
@@ -24,11 +26,6 @@ def two_passes_past_the_one_kernel_head(monkeypatch):
 
 
 DTYPES = [torch.float16, torch.bfloat16]
-
-
-def _randn(*shape, dtype, seed=0, scale=1.0):
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    return (torch.randn(*shape, device="cuda", generator=gen) * scale).to(dtype)
 
 
 def _check(A, B, C, dtype, **kw):
@@ -115,14 +112,6 @@ def test_graph_capture(M, V):
     C = _randn(V, dtype=dtype, seed=2)
     out = torch.empty(M, V, device="cuda", dtype=dtype)
     assert runs_one_kernel(A, B, C, out) == (V == 500)
-    oasr_gemm.gemm_log_softmax(A, B, C, out=out)  # builds and loads outside the capture
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        oasr_gemm.gemm_log_softmax(A, B, C, out=out)
-    out.fill_(float("nan"))
-    graph.replay()
-    torch.cuda.synchronize()
+    replay_in_graph(lambda: oasr_gemm.gemm_log_softmax(A, B, C, out=out), out)
     want = torch.log_softmax(oasr_gemm.gemm(A, B, C, backend="torch").float(), dim=-1)
     torch.testing.assert_close(out.float(), want, rtol=1e-2, atol=2e-2)

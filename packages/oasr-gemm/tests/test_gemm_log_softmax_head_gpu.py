@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from gemm_head_helpers import TOLERANCES
+from gemm_head_helpers import head_operands as _operands
+from gemm_head_helpers import randn as _randn
+from gemm_head_helpers import reference as _reference
 
 import oasr_gemm
 from oasr_gemm import head
@@ -29,32 +33,6 @@ DTYPES = [torch.float16, torch.bfloat16]
 def one_kernel_for_small_calls(monkeypatch):
     """The kernel at every M and V it can take, not only where it is the faster route."""
     monkeypatch.setattr(head, "HEAD_MIN_ROWS", 1)
-
-
-# (rtol, atol): the output's rounding (half an ulp: 2^-11 |y| fp16, 2^-8 |y| bf16), and a logit
-# near a rounding boundary may round the other way from the fp32 sum than from the exact one (an
-# ulp of a logit below 16: 0.008 fp16, 0.06 bf16)
-TOLERANCES = {torch.float16: (1e-3, 1e-2), torch.bfloat16: (8e-3, 7e-2)}
-
-
-def _randn(*shape, dtype, seed=0, scale=1.0):
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    return (torch.randn(*shape, device="cuda", generator=gen) * scale).to(dtype)
-
-
-def _operands(M, K, V, dtype, bias=True, seed=0):
-    A = _randn(M, K, dtype=dtype, seed=seed)
-    B = _randn(V, K, dtype=dtype, seed=seed + 1, scale=3 * K**-0.5)  # logits of a few units
-    C = _randn(V, dtype=dtype, seed=seed + 2) if bias else None
-    return A, B, C
-
-
-def _reference(A, B, C):
-    """float64, from the logits rounded to A's dtype (what the op and PyTorch see)"""
-    logits = A.double() @ B.double().T
-    if C is not None:
-        logits += C.double()
-    return torch.log_softmax(logits.to(A.dtype).double(), dim=-1)
 
 
 def _check(A, B, C, dtype):
