@@ -155,7 +155,7 @@ def gemm_log_softmax(
     """log_softmax(A · Bᵀ + C, dim=-1): A [..., K], B [V, K] (the nn.Linear weight), C a bias
     [V] or a matrix [..., V]; fp16 / bf16. The log-probabilities are in A's dtype, computed in
     fp32 from the logits rounded to it, as PyTorch does. ``backend``: "auto" (module
-    docstring), "oasr" (OASR's kernels only: the one-kernel head where it applies, else the
+    docstring), "oasr" (OASR's kernels only: a fused head where the route takes one, else the
     sm90 GEMM kernels, which need V and K multiples of 8) or "torch" (the twin, any device)."""
     check_gemm_args(A, B, C, out, backend)
     if backend == "torch":
