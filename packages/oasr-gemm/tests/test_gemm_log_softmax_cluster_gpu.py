@@ -51,7 +51,7 @@ def _check(A, B, C, dtype):
         (65, 72, 1025),  # a second row block of one row; K past a chunk by 8; odd V
         (300, 256, 5000),  # BPE 5000: a cluster of 5
         (257, 512, 8404),  # characters: K 512 (A's 64 KB resident), 8-byte stores
-        (129, 512, 12288),  # the largest vocabulary at the largest K: a cluster of 16
+        (129, 512, 12288),  # the largest vocabulary at the largest K: a cluster of 14
         (1000, 200, 4098),  # 4-byte stores; the last CTA's slice ends inside a chunk
         (3, 16, 777),
     ],
