@@ -64,13 +64,15 @@ def test_the_kernels_take_aligned_operands_and_cublas_the_rest():
 @pytest.mark.parametrize("C_kind", ["none", "bias"])
 def test_the_padded_weight_path_computes_the_same_logits(C_kind):
     """The odd-V GEMM against the weight padded with zero rows (run here by cuBLAS's CPU twin,
-    torch.mm) gives the logits of the unpadded GEMM, as a view of V columns."""
+    torch.mm) gives the logits of the unpadded GEMM in its first V columns."""
     from oasr_gemm.head import _cublas_logits
 
     A, B, C = _inputs(torch.float32, M=5, V=37, K=24)
     C = C if C_kind == "bias" else None
     _, padded = _cublas_logits(A, B, C, torch.empty(2, 5, 37), pad=True)
-    assert padded.shape == (10, 37) and padded.stride() == (40, 1)
+    assert padded.shape == (10, 40) and padded.is_contiguous()
+    torch.testing.assert_close(padded[:, 37:], torch.zeros(10, 3))  # the zero rows' columns
+    padded = padded[:, :37]
     out = torch.empty(2, 5, 37)
     _, in_place = _cublas_logits(A, B, C, out, pad=False)
     assert in_place.data_ptr() == out.data_ptr()
@@ -92,8 +94,9 @@ def test_the_cublas_route_allocates_the_output_when_none_is_given(C_kind, pad):
     out, logits = _cublas_logits(A, B, C, None, pad=pad)
     assert out.shape == (2, 5, 37) and out.is_contiguous()
     assert (logits.data_ptr() == out.data_ptr()) == (not pad)
+    assert logits.shape == (10, 40 if pad else 37)
     want = A @ B.T + (0 if C is None else C)
-    torch.testing.assert_close(logits, want.reshape(10, 37))
+    torch.testing.assert_close(logits[:, :37], want.reshape(10, 37))
 
 
 def test_when_an_odd_vocabulary_takes_the_padded_weight():
@@ -101,7 +104,7 @@ def test_when_an_odd_vocabulary_takes_the_padded_weight():
 
     def takes_padding(M, V, C=None):
         _, logits = head._cublas_logits(torch.zeros(M, 8), torch.zeros(V, 8), C, torch.empty(M, V))
-        return logits.stride(0) != V
+        return logits.shape[1] != V
 
     big = -(-head.PAD_MIN_OUTPUTS // 1025)  # rows for 1025 columns to reach the output bar
     assert takes_padding(big, 1025)
@@ -176,3 +179,11 @@ def test_the_cluster_head_takes_what_it_can_where_it_wins(monkeypatch):
     )
     assert not head.runs_cluster_head(A, B, torch.randn(8000, 1025).half(), None)  # a matrix C
     assert not head.runs_cluster_head(A[:, :250], B[:, :250], None, None)  # K not a multiple of 8
+
+
+def test_the_padded_width():
+    from oasr_gemm.head import PAD_WIDE_VOCAB, padded_vocab
+
+    assert [padded_vocab(V) for V in (1025, 2047, 4095)] == [1032, 2048, 4096]
+    assert padded_vocab(PAD_WIDE_VOCAB + 1) == PAD_WIDE_VOCAB + 32
+    assert [padded_vocab(V) for V in (5001, 8404, 8416)] == [5024, 8416, 8416]

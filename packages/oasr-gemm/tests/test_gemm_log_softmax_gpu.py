@@ -75,6 +75,40 @@ def test_odd_vocabulary_against_the_padded_weight(dtype):
     _check(A, B, None, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "M, V, W, out_offset",
+    [
+        (300, 8404, 8408, 0),  # out rows on 16 and 8 bytes in turn: realigned halves, a block
+        (301, 8404, 8408, 4),  # the first row half-way into a vector
+        (1, 8404, 8408, 4),
+        (5, 16380, 16384, 0),  # the widest row a block holds
+        (300, 1028, 1032, 0),  # a block of 128 threads
+        (300, 500, 520, 0),  # a warp a row; logits wider than the next multiple of 8
+        (300, 8402, 8408, 0),  # not an odd multiple of 4: 4-byte vectors
+        (300, 1025, 1032, 0),  # element by element
+        (300, 8404, 8408, 1),  # out on an odd element
+        (70, 36, 40, 0),  # a few lanes a row
+        (5, 20004, 20008, 0),  # past the registers: the two-pass long-row kernel
+        (300, 5000, 5000, 0),  # no padding
+    ],
+)
+def test_row_pass_from_padded_logits(M, V, W, out_offset, dtype):
+    """The row pass over the first V of W columns, the padded GEMM's buffer: the padding may be
+    read but is never used, whatever it holds."""
+    logits = _randn(M, W, dtype=dtype, scale=4.0)
+    logits[:, V:] = float("inf")
+    logits[:, V + 1 :] = float("nan")
+    want = torch.log_softmax(logits[:, :V].float(), dim=-1)
+    store = torch.full((M * V + out_offset,), float("nan"), device="cuda", dtype=dtype)
+    out = store[out_offset:].view(M, V)
+    oasr_gemm.head._row_pass()(out, logits)
+    atol, rtol = (1e-2, 2e-3) if dtype == torch.float16 else (1e-1, 4e-3)
+    torch.testing.assert_close(out.float(), want, rtol=rtol, atol=atol)
+    if out_offset:
+        assert torch.isnan(store[0])  # nothing written before out
+
+
 def test_many_rows_on_the_sm90_kernels():
     dtype = torch.float16
     A = _randn(4000, 512, dtype=dtype)
@@ -93,8 +127,12 @@ def test_empty_and_refusals():
         oasr_gemm.gemm_log_softmax(_randn(5, 0, dtype=dtype), _randn(37, 0, dtype=dtype))
     row_pass = oasr_gemm.head._row_pass()
     x = _randn(4, 48, dtype=dtype)
-    with pytest.raises(ValueError):
-        row_pass(torch.empty(4, 40, device="cuda", dtype=dtype), x)  # shapes differ
+    with pytest.raises(ValueError, match="at least its columns"):
+        row_pass(torch.empty(4, 56, device="cuda", dtype=dtype), x)  # logits narrower than out
+    with pytest.raises(ValueError, match="at least its columns"):
+        row_pass(torch.empty(5, 40, device="cuda", dtype=dtype), x)  # rows differ
+    with pytest.raises(ValueError, match="in place"):
+        row_pass(x.view(-1)[:160].view(4, 40), x)  # out at logits' start, not its rows
     with pytest.raises(ValueError, match="contiguous"):
         row_pass(x[:, :40], x[:, :40])  # out must be contiguous
     with pytest.raises(ValueError, match="shares storage"):

@@ -7,10 +7,11 @@ take 16-byte vectors only where every row is 16-byte aligned). Calls of several 
 op, the padding) include the host's time between launches; single launches (the row pass) are
 the GPU's. On the H200 (fp16 / bf16, µs): the row pass at V 8404 from the padded logits 99.5 /
 102.9, in place 96.7 / 96.7, over aligned rows of 8408 83.3 / 84.6; at V 5000 47-51 either way.
-Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_parts.py
+Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_parts.py [V ...]
 """
 
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -60,10 +61,27 @@ def time_parts(a: torch.Tensor, vocab: int) -> None:
             F.pad(c, (0, padded - vocab)),
         ),
         "addmm into padded": lambda: torch.addmm(c_pad, a, b_pad.t(), out=logits),
-        "rows from padded": lambda: rows(out, logits[:, :vocab]),
+        "addmm into padded, V columns": lambda: torch.addmm(c, a, b.t(), out=logits[:, :vocab]),
+        "gemm into padded": lambda: oasr_gemm.gemm(a, b_pad, c_pad, out=logits),
+        "gemm into padded, forced": lambda: oasr_gemm.gemm(
+            a, b_pad, c_pad, out=logits, backend="oasr"
+        ),
+        "rows from padded, V-column view": lambda: rows(out, logits[:, :vocab]),
+        "rows from padded": lambda: rows(out, logits),
         "rows in place": lambda: rows(out, out),
         f"rows aligned x{padded}": lambda: rows(out_aligned, x_aligned),
     }
+    # the variants agree: the strided addmm writes in place; both row passes match PyTorch
+    torch.addmm(c_pad, a, b_pad.t(), out=logits)
+    want = F.log_softmax(logits[:, :vocab].float(), dim=-1)
+    view = logits[:, :vocab]
+    torch.addmm(c, a, b.t(), out=view)
+    assert view.data_ptr() == logits.data_ptr() and view.stride() == (padded, 1)
+    for source in (logits[:, :vocab], logits):
+        out.fill_(float("nan"))
+        rows(out, source)
+        tol = 1e-2 if dtype == torch.float16 else 1e-1
+        torch.testing.assert_close(out.float(), want, rtol=tol, atol=tol)
     times = {name: median_us(fn) for name, fn in parts.items()}
     floor_us = 2 * M * vocab * out.element_size() / (COPY_TBPS * 1e6)
     print(
@@ -74,9 +92,10 @@ def time_parts(a: torch.Tensor, vocab: int) -> None:
 
 
 def main() -> None:
+    vocabs = [int(v) for v in sys.argv[1:]] or [5000, 8404, 2047, 1025]
     for dtype in (torch.float16, torch.bfloat16):
         a = torch.randn(M, K, device="cuda", dtype=dtype)
-        for vocab in (5000, 8404):
+        for vocab in vocabs:
             time_parts(a, vocab)
 
 

@@ -28,7 +28,9 @@ pass runs on it in place. For an odd vocabulary (V = 500, 1025, 8404: not a mult
 cuBLAS is up to 5x slower than at the next multiple of 8, so there (past `PAD_MIN_VOCAB` and
 `PAD_MIN_OUTPUTS`) the GEMM runs against a copy of the weight padded with zero rows (V·K elements
 copied per call) into a buffer with padded rows, and the row pass reads the first V columns of
-each row from it (a matrix C keeps the in-place path).
+each row from it (a matrix C keeps the in-place path). At V 8404, whose output rows start on 16
+and 8 bytes in turn, the row pass reads 16-byte vectors of the padded rows and shifts each half
+of a vector to the next lane to keep the stores 16 bytes wide.
 """
 
 from __future__ import annotations
@@ -188,6 +190,17 @@ def gemm_log_softmax(
 #: more (0.93x at 8000 rows); docs/gemm.md.
 PAD_MIN_VOCAB = 1000
 PAD_MIN_OUTPUTS = 1 << 21
+#: Past this vocabulary the weight is padded to a multiple of 32 rows, not 8: cuBLAS then runs
+#: 1.06-1.18x faster at V 8404 and 10001 (8000 x 8404 x 512: 135.6 against 143.6 µs fp16), and
+#: at V 5001 from 32000 rows; at V 2047-3001 it is the same, at V 1025 up to 7% slower (H200,
+#: benchmarks/experiments/ctc_head_pad_width.py).
+PAD_WIDE_VOCAB = 4096
+
+
+def padded_vocab(V: int) -> int:
+    """The padded GEMM's columns: V rounded up to 8, or past `PAD_WIDE_VOCAB` to 32."""
+    multiple = 32 if V > PAD_WIDE_VOCAB else 8
+    return -(-V // multiple) * multiple
 
 
 def pads_weight(M: int, V: int, C: torch.Tensor | None) -> bool:
@@ -202,9 +215,11 @@ def pads_weight(M: int, V: int, C: torch.Tensor | None) -> bool:
 
 
 def _cublas_logits(A, B, C, out, pad: bool | None = None):
-    """A · Bᵀ + C by cuBLAS as ``(out, logits)``, the logits [M, V] rows: ``out`` itself (new
-    when None), or (``pad``; by default `pads_weight`) the first V columns of a GEMM against the
-    weight padded with zero rows, which cuBLAS runs up to 5x faster than one with such an N."""
+    """A · Bᵀ + C by cuBLAS as ``(out, logits)``, the logits in the first V columns of each
+    row of ``logits`` [M, W]: ``out`` itself (new when None; W = V), or (``pad``; by default
+    `pads_weight`) a GEMM against the weight padded with zero rows to W (`padded_vocab`), which
+    cuBLAS runs up to 5x faster than one with such an N. (The sm90 kernels on the padded
+    operands were slower at 8000 x 8404 x 512: 151-159 µs against cuBLAS's 141-145.)"""
     V, K = B.shape
     M = math.prod(A.shape[:-1])
     if K == 0 and M and V:
@@ -221,15 +236,16 @@ def _cublas_logits(A, B, C, out, pad: bool | None = None):
         out = torch.empty((*A.shape[:-1], V), dtype=A.dtype, device=A.device)
     if not pad:
         return out, twins.gemm(A, B, C, out=out).view(M, V)
-    padded = -(-V // 8) * 8
+    padded = padded_vocab(V)
     a2d = A.reshape(M, K)
     logits = torch.empty(M, padded, dtype=A.dtype, device=A.device)
     b_padded = F.pad(B, (0, 0, 0, padded - V))
+    c_padded = None if C is None else F.pad(C, (0, padded - V))
     if C is None:
         torch.mm(a2d, b_padded.t(), out=logits)
     else:
-        torch.addmm(F.pad(C, (0, padded - V)), a2d, b_padded.t(), out=logits)
-    return out, logits[:, :V]
+        torch.addmm(c_padded, a2d, b_padded.t(), out=logits)
+    return out, logits
 
 
 @functools.cache
@@ -254,6 +270,7 @@ __all__ = [
     "cluster_head_wins",
     "gemm_log_softmax",
     "gemm_runs_kernels",
+    "padded_vocab",
     "runs_cluster_head",
     "runs_one_kernel",
 ]

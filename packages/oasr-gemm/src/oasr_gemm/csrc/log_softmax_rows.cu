@@ -1,7 +1,9 @@
 // gemm_log_softmax's row pass (module oasr_gemm_log_softmax): out [M, V] (contiguous) = the
-// log_softmax over V of logits [M, V] (unit column stride, any row stride: the padded buffer an
-// odd V is computed into), or of out itself in place. Each row is read once (into registers up
-// to V = 16384) and written once: oasr/common/softmax.cuh, the kernels of oasr-norm's softmax.
+// log_softmax over V of the first V columns of logits [M, W], W >= V (unit column stride, any row
+// stride), or of out itself in place. logits wider than out are the buffer padded to 8 columns
+// that an odd V's GEMM writes: its padding columns are read (16-byte loads) but not used. Each
+// row is read once (into registers up to V = 16384) and written once: oasr/common/softmax.cuh,
+// the kernels of oasr-norm's softmax.
 #include "oasr/common/softmax.cuh"
 #include "tvm_ffi_utils.h"
 
@@ -14,17 +16,27 @@ void log_softmax_rows(TensorView out, TensorView logits) {
   scope.check_same_device(logits, "logits");
   check_same_dtype(out, "out", logits, "logits");
   check_ndim(out, 2, "out");
-  check_same_shape(out, "out", logits, "logits");
+  check_ndim(logits, 2, "logits");
   check_contiguous(out, "out");
+  const int64_t vocab = out.size(1);
+  if (logits.size(0) != out.size(0) || logits.size(1) < vocab) {
+    TVM_FFI_THROW(ValueError) << "logits " << shape_str(logits) << " must have out's rows and at "
+                              << "least its columns " << shape_str(out);
+  }
   const RowView rows = as_rows(logits, "logits");
   if (data_bytes(out) != data_bytes(logits)) check_no_overlap(out, "out", logits, "logits");
-  if (rows.rows == 0 || rows.cols == 0) return;
+  if (rows.rows == 0 || vocab == 0) return;
   if (rows.rows > INT32_MAX) TVM_FFI_THROW(ValueError) << "logits has 2^31 rows or more";
+  if (data_bytes(out) == data_bytes(logits) &&
+      (rows.cols != vocab || (rows.rows > 1 && rows.row_stride != vocab))) {
+    TVM_FFI_THROW(ValueError) << "in place, logits must be out itself";
+  }
   OASR_DISPATCH_HALF_DTYPE(out.dtype(), "out", T, [&] {
     const SoftmaxArgs<T> a{reinterpret_cast<T*>(data_bytes(out)),
-                           reinterpret_cast<const T*>(data_bytes(logits)), rows.rows, rows.cols,
+                           reinterpret_cast<const T*>(data_bytes(logits)), rows.rows, vocab,
                            rows.row_stride, /*log_output=*/true};
-    check_cuda_status(launch_softmax(a, scope.stream()), "log_softmax rows kernel");
+    check_cuda_status(launch_softmax_padded(a, rows.cols, scope.stream()),
+                      "log_softmax rows kernel");
   });
 }
 

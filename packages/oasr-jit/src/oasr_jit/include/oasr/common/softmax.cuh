@@ -30,7 +30,9 @@
 // 8-byte vectors rather than single elements (2.1x slower than torch at 1500 when they did).
 // Rows of 65 to 256 16-bit values that 8-byte vectors do not fit either, whose x and out rows sit
 // at the same offset mod 16 bytes, are read instead as an aligned body of 16-byte vectors plus
-// the few values before and after it (softmax_aligned_body_kernel).
+// the few values before and after it (softmax_aligned_body_kernel). Where the caller can promise
+// that x's rows are readable past their end (launch_softmax_padded), rows of an odd multiple of
+// 8 bytes (V 8404 halves) keep 16-byte vectors both ways: PaddedDenseRow.
 //
 // masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
 // key_padding_mask through their own strides: a broadcast dim has stride 0, a relative-position
@@ -108,13 +110,15 @@ struct SoftmaxDst {
 // ---------------------------------------------------------------------------------------------
 // Row sources: construct for a row, then load(col, values) N values at column col. Where
 // kElementStores, out's rows may start anywhere and end on a partial vector: the kernels store
-// element by element, up to the row's end (load gives -inf past it).
+// element by element, up to the row's end (load gives -inf past it). Where kRealignHalves, out's
+// rows start on a whole or a half vector (store_realigned_halves).
 
 template <typename T, int N>
 struct DenseRow {
   using Params = SoftmaxArgs<T>;
   static constexpr bool kMasked = false;
   static constexpr bool kElementStores = false;  // out's vectors are whole and aligned
+  static constexpr bool kRealignHalves = false;
   const T* x;
 
   OASR_DEVICE DenseRow(const Params& p, int64_t row) : x(p.x + row * p.x_stride) {}
@@ -123,6 +127,35 @@ struct DenseRow {
     Vec<T, N> v;
     v.load(x + col);
     v.to_float(values);
+  }
+};
+
+// Rows of an odd multiple of N / 2 values, read in whole N-value vectors up to the next multiple
+// of N, which the caller promises is readable (a GEMM's logits in a padded buffer:
+// gemm_log_softmax at V 8404); the values past the end read as -inf. out's rows then start on
+// a whole vector or half-way into one, in turn, and store_realigned_halves keeps its stores
+// whole. On the H200 at 8000 x 8404 halves: 84 us, against 94-98 us with vectors of N / 2 for
+// loads and stores (launch_softmax's choice) and 81-83 us for aligned rows of 8408.
+template <typename T, int N>
+struct PaddedDenseRow {
+  using Params = SoftmaxArgs<T>;
+  static constexpr bool kMasked = false;
+  static constexpr bool kElementStores = false;
+  static constexpr bool kRealignHalves = true;
+  const T* x;
+  int64_t cols;
+
+  OASR_DEVICE PaddedDenseRow(const Params& p, int64_t row)
+      : x(p.x + row * p.x_stride), cols(p.cols) {}
+
+  OASR_DEVICE void load(int64_t col, float (&values)[N]) const {
+    Vec<T, N> v;
+    v.load(x + col);
+    v.to_float(values);
+    if (col + N > cols) {  // the row's last vector: its upper half is padding
+#pragma unroll
+      for (int i = N / 2; i < N; ++i) values[i] = -__builtin_huge_valf();
+    }
   }
 };
 
@@ -138,6 +171,7 @@ struct MaskedRow {
   using Params = MaskedRowParams<T, TBias>;
   static constexpr bool kMasked = true;
   static constexpr bool kElementStores = false;
+  static constexpr bool kRealignHalves = false;
   const T* scores;
   const TBias* bias;
   const uint8_t* mask;
@@ -203,6 +237,7 @@ struct MaskedPairRow {
   using Params = MaskedRowParams<T, TBias>;
   static constexpr bool kMasked = true;
   static constexpr bool kElementStores = !kAligned;
+  static constexpr bool kRealignHalves = false;
   const T* scores;
   const TBias* bias;    // the row's bias, or its scores (then TBias is no wider than T)
   const uint8_t* mask;  // bool bytes, or the scores' bytes
@@ -318,6 +353,52 @@ OASR_DEVICE void store_row_values(T* out_row, int64_t col, int64_t cols,
   }
 }
 
+// A row of an odd multiple of N / 2 values held by a warp or more (vector j of lane l is column
+// (j G + l) N), into out_row, which starts on a whole vector of N or half-way into one. Half-way,
+// each lane stores its upper half and the next lane's lower half (a shuffle) as one aligned
+// vector; a warp's first lane stores its own lower half, and its last lane its upper half alone
+// (the next vector's lane is in another warp). Every lane of the warp calls this. Columns are
+// ints: with 64-bit ones the 512-thread kernel took 44 registers, two blocks an SM instead of
+// three, and ran at 128 us instead of 84 (8000 x 8404). Stores of 8-byte pieces without the
+// shuffle, each lane's two halves apart: 153 us.
+template <typename T, int N, int kGroupThreads, int kVecs>
+OASR_DEVICE void store_realigned_halves(T* out_row, int lane, int cols,
+                                        const float (&values)[kVecs][N]) {
+  static_assert(kGroupThreads % kWarpSize == 0, "rows of whole warps");
+  static_assert(sizeof(T) * N == sizeof(uint4), "16-byte vectors");
+  constexpr int kHalf = N / 2;
+  const bool half_way = !is_vec_aligned<T, N>(out_row);
+  const int warp_lane = threadIdx.x % kWarpSize;
+  const auto store = [](T* ptr, auto words) { *reinterpret_cast<decltype(words)*>(ptr) = words; };
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int col = (j * kGroupThreads + lane) * N;  // < 512 * kSoftmaxRegFloats
+    Vec<T, N> v;
+    v.from_float(values[j]);
+    uint4 w;
+    memcpy(&w, &v, sizeof(w));
+    const uint2 lower = make_uint2(w.x, w.y), upper = make_uint2(w.z, w.w);
+    const uint2 next_lower = make_uint2(__shfl_down_sync(0xffffffffu, w.x, 1),
+                                        __shfl_down_sync(0xffffffffu, w.y, 1));
+    if (!half_way) {
+      if (col + N <= cols) {
+        store(out_row + col, w);
+      } else if (col < cols) {  // the row's last vector: its lower half
+        store(out_row + col, lower);
+      }
+    } else {
+      if (warp_lane == 0 && col < cols) store(out_row + col, lower);
+      if (col + kHalf < cols) {
+        if (warp_lane != kWarpSize - 1 && col + N < cols) {
+          store(out_row + col + kHalf, make_uint4(upper.x, upper.y, next_lower.x, next_lower.y));
+        } else {
+          store(out_row + col + kHalf, upper);
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Register-resident rows: kGroupThreads threads per row, kVecs vectors of N per thread.
 
@@ -376,15 +457,27 @@ __global__ void __launch_bounds__(kBlockThreads)
     T* out_row = dst.out + row * dst.cols;
     const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
     const float log_sum = kLog ? logf(row_sum) : 0.0f;
+    if constexpr (Row::kRealignHalves) {
 #pragma unroll
-    for (int j = 0; j < kVecs; ++j) {
-      const int col = (j * kGroupThreads + lane) * N;
-      if (col < dst.cols) {
+      for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
         for (int i = 0; i < N; ++i) {
           values[j][i] = kLog ? (values[j][i] - shift) - log_sum : values[j][i] * inv_sum;
         }
-        store_row_values<Row, T, N>(out_row, col, dst.cols, values[j]);
+      }
+      // cols <= 512 * kSoftmaxRegFloats (launch_softmax_padded)
+      store_realigned_halves<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVecs; ++j) {
+        const int col = (j * kGroupThreads + lane) * N;
+        if (col < dst.cols) {
+#pragma unroll
+          for (int i = 0; i < N; ++i) {
+            values[j][i] = kLog ? (values[j][i] - shift) - log_sum : values[j][i] * inv_sum;
+          }
+          store_row_values<Row, T, N>(out_row, col, dst.cols, values[j]);
+        }
       }
     }
   }
@@ -659,7 +752,10 @@ cudaError_t launch_softmax_block_rows(const SoftmaxDst<T>& dst, const typename R
                                       int64_t vecs, cudaStream_t stream) {
   constexpr int kMaxVecs = kSoftmaxRegFloats / N;
   constexpr int64_t kCapacity = int64_t(kBlockThreads) * kVecs;
-  if constexpr (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs) {
+  if constexpr (Row::kRealignHalves &&
+                (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs)) {
+    return cudaErrorNotSupported;  // rows past the registers: launch_softmax_padded checks
+  } else if constexpr (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs) {
     if (dst.rows > INT_MAX) return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(dst.rows));
     if constexpr (!Row::kMasked) {
@@ -758,6 +854,25 @@ cudaError_t launch_softmax(const SoftmaxArgs<T>& a, cudaStream_t stream) {
   }
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
   return launch_softmax_by_width<DenseRow<T, N>, T, N>(dst, a, stream);
+}
+
+// The rows of `a` where x's rows are readable up to `readable_cols` values, past a.cols (the
+// caller's promise, the last row's included: a padded buffer). Rows of an odd multiple of
+// N / 2 values that a warp or a block holds in registers take PaddedDenseRow; others
+// launch_softmax.
+template <typename T>
+cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols,
+                                  cudaStream_t stream) {
+  constexpr int N = kVec128<T>;
+  const int64_t vecs = ceil_div<int64_t>(a.cols, N);
+  const bool padded_rows = a.cols % N == N / 2 && vecs > 16 &&
+                           vecs <= int64_t(kSoftmaxMaxRowThreads) * kSoftmaxRegFloats / N &&
+                           vecs * N <= readable_cols && is_vec_aligned<T, N>(a.x) &&
+                           (a.rows == 1 || a.x_stride % N == 0) &&
+                           is_vec_aligned<T, N / 2>(a.out);
+  if (!padded_rows) return launch_softmax(a, stream);
+  const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
+  return launch_softmax_warp_rows<PaddedDenseRow<T, N>, T, N, 1>(dst, a, vecs, stream);
 }
 
 // Whether MaskedPairRow reads these operands: each present one unit-strided over Tk (an absent
