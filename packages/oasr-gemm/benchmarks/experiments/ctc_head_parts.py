@@ -1,13 +1,15 @@
-"""Where gemm_log_softmax's two passes spend their time at V 5000 and 8404 (session 24).
+"""Where gemm_log_softmax's two passes spend their time at V 5000 and 8404 (sessions 24, 26).
 
 Each part is timed alone with CUDA events around an eager call, median of 30, 8000 rows, K 512:
-the whole op, PyTorch's linear and log_softmax, the weight padding, the padded GEMM, and the row
-pass from the padded logits, in place, and over aligned rows of the padded width (the row kernels
-take 16-byte vectors only where every row is 16-byte aligned). Calls of several launches (the whole
-op, the padding) include the host's time between launches; single launches (the row pass) are
-the GPU's. On the H200 (fp16 / bf16, µs): the row pass at V 8404 from the padded logits 99.5 /
-102.9, in place 96.7 / 96.7, over aligned rows of 8408 83.3 / 84.6; at V 5000 47-51 either way.
-Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_parts.py [V ...]
+the whole op, PyTorch's linear and log_softmax, the weight padding, the padded GEMM (cuBLAS into
+all W columns, into only the V columns of the padded buffer, and OASR's `gemm` on the padded
+operands), and the row pass from the padded logits (as a V-column view, and whole: 16-byte
+vectors, `PaddedDenseRow`), in place, and over aligned rows of the padded width. Calls of
+several launches (the whole op, the padding) include the host's time between launches; single
+launches (the row pass) are the GPU's. On the H200 (fp16 / bf16, µs) at V 8404: the row pass
+from the V-column view 94.2 / 93.5, whole 83.8 / 83.2, in place 94.2 / 93.3, over aligned rows
+of 8408 80.9 / 80.7; cuBLAS into the V columns 508-526, into all 8408 140-145; at V 5000 47-51
+either way. Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_parts.py [V ...]
 """
 
 import statistics
