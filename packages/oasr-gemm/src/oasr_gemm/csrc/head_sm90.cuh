@@ -129,26 +129,46 @@ inline CUtensorMap k_major_map(const void* base, DLDataType dtype, int64_t rows,
   return map;
 }
 
-inline int device_attribute(cudaDeviceAttr attr, int device, const char* what) {
+// A device attribute, read from the driver once per device (ids below 64) and then cached:
+// the launchers ask on every call.
+template <cudaDeviceAttr kAttr>
+int device_attribute(int device, const char* what) {
+  static std::atomic<int> cache[64] = {};  // 0: not read yet (the attributes asked are > 0)
+  if (device >= 0 && device < 64) {
+    const int cached = cache[device].load(std::memory_order_relaxed);
+    if (cached != 0) return cached;
+  }
   int value = 0;
-  check_cuda_status(cudaDeviceGetAttribute(&value, attr, device), what);
+  check_cuda_status(cudaDeviceGetAttribute(&value, kAttr, device), what);
+  if (device >= 0 && device < 64) cache[device].store(value, std::memory_order_relaxed);
   return value;
 }
 
+// The largest dynamic shared memory a block may opt in to (227 KB on the H200).
+inline int shared_memory_limit(int device) {
+  return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(
+      device, "reading the shared-memory limit");
+}
+
 // Once per device and kernel: the opt-in to `bytes` of dynamic shared memory (more than 48 KB),
-// refused with `name` where the GPU has less.
+// refused with `name` where the GPU has less, and where `non_portable_clusters`, to clusters
+// of more than 8 CTAs.
 template <typename Kernel>
 void opt_in_shared_memory(Kernel kernel, int bytes, int device, std::atomic<uint64_t>& opted_in,
-                          const char* name) {
+                          const char* name, bool non_portable_clusters = false) {
   const uint64_t bit = uint64_t(1) << (device % 64);
   if (opted_in.load(std::memory_order_acquire) & bit) return;
-  if (device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device,
-                       "reading the shared-memory limit") < bytes) {
+  if (shared_memory_limit(device) < bytes) {
     TVM_FFI_THROW(RuntimeError) << name << " needs " << bytes
                                 << " bytes of shared memory a block; this GPU has less";
   }
   check_cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
                     "setting the head kernel's shared memory");
+  if (non_portable_clusters) {
+    check_cuda_status(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+        "allowing the head kernel clusters of more than 8");
+  }
   opted_in.fetch_or(bit, std::memory_order_release);
 }
 
@@ -196,8 +216,8 @@ inline const void* check_head_operands(const DeviceScope& scope, TensorView out,
   check_no_overlap(out, "out", a, "A");
   check_no_overlap(out, "out", b, "B");
   if (bias.has_value()) check_no_overlap(out, "out", *bias, "bias");
-  const int major = device_attribute(cudaDevAttrComputeCapabilityMajor, scope.device_id(),
-                                     "reading the compute capability");
+  const int major = device_attribute<cudaDevAttrComputeCapabilityMajor>(
+      scope.device_id(), "reading the compute capability");
   if (major != 9) {
     TVM_FFI_THROW(RuntimeError) << name << " runs on sm_90 (wgmma, TMA); this GPU is sm_"
                                 << major << "x: use the two-pass route";

@@ -305,12 +305,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// The largest dynamic shared memory a block may opt in to (227 KB on the H200)
-int shared_limit(int device) {
-  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device,
-                          "reading the shared-memory limit");
-}
-
 // How a vocabulary is split: the fewest CTAs a cluster (the most chunks a CTA, up to
 // `max_chunks`) whose shared memory fits with at least two stages (up to four), chunks then
 // spread evenly over the cluster. layout.chunks == 0: no plan (V too large for 16 CTAs).
@@ -336,16 +330,8 @@ void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, i
             const Layout& layout, int limit, const DeviceScope& scope) {
   auto kernel = log_softmax_cluster_kernel<T, kVec>;
   static std::atomic<uint64_t> opted_in{0};  // per device: the most shared memory, clusters of 16
-  const uint64_t bit = uint64_t(1) << (scope.device_id() % 64);
-  if (!(opted_in.load(std::memory_order_acquire) & bit)) {
-    check_cuda_status(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           limit),
-                      "setting the cluster head's shared memory");
-    check_cuda_status(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-        "allowing the cluster head clusters of up to 16");
-    opted_in.fetch_or(bit, std::memory_order_release);
-  }
+  opt_in_shared_memory(kernel, limit, scope.device_id(), opted_in, "the cluster head",
+                       /*non_portable_clusters=*/true);
   const int cluster = int((V + int64_t(layout.chunks) * kChunkN - 1) / (layout.chunks * kChunkN));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(cluster), unsigned((M + kRows - 1) / kRows));
@@ -380,7 +366,7 @@ void log_softmax_cluster_sm90(TensorView out, TensorView a, TensorView b, Option
                               << "; use the two-pass route";
   }
   if (max_chunks < 0) TVM_FFI_THROW(ValueError) << "max_chunks must be 0 (any) or positive";
-  const int limit = shared_limit(scope.device_id());
+  const int limit = shared_memory_limit(scope.device_id());
   const Layout layout =
       plan(V, K, limit, max_chunks == 0 ? kMaxCluster * 4 : int(std::min<int64_t>(max_chunks, 64)));
   if (V < 1 || layout.chunks == 0) {
