@@ -79,15 +79,22 @@ def test_odd_vocabulary_against_the_padded_weight(dtype):
 @pytest.mark.parametrize(
     "M, V, W, out_offset",
     [
-        (300, 8404, 8408, 0),  # out rows on 16 and 8 bytes in turn: realigned halves, a block
+        # an odd multiple of 4 values, out's rows on 16 and 8 bytes in turn: realigned halves
+        (300, 8404, 8408, 0),  # a block of 512 threads a row
         (301, 8404, 8408, 4),  # the first row half-way into a vector
         (1, 8404, 8408, 4),
         (5, 16380, 16384, 0),  # the widest row a block holds
         (300, 1028, 1032, 0),  # a block of 128 threads
         (300, 500, 520, 0),  # a warp a row; logits wider than the next multiple of 8
-        (300, 8402, 8408, 0),  # not an odd multiple of 4: 4-byte vectors
-        (300, 1025, 1032, 0),  # element by element
+        # any other width or alignment: realigned by byte permutes
+        (300, 10001, 10016, 0),  # 3 vectors a thread, the kernel held to 40 registers
+        (300, 8402, 8408, 0),
+        (300, 4233, 4256, 3),
+        (300, 2047, 2048, 0),
+        (300, 1025, 1032, 0),
+        (64, 133, 136, 0),  # 17 vectors: the narrowest row of a whole warp
         (300, 8404, 8408, 1),  # out on an odd element
+        # launch_softmax's kernels
         (70, 36, 40, 0),  # a few lanes a row
         (5, 20004, 20008, 0),  # past the registers: the two-pass long-row kernel
         (300, 5000, 5000, 0),  # no padding
@@ -100,13 +107,12 @@ def test_row_pass_from_padded_logits(M, V, W, out_offset, dtype):
     logits[:, V:] = float("inf")
     logits[:, V + 1 :] = float("nan")
     want = torch.log_softmax(logits[:, :V].float(), dim=-1)
-    store = torch.full((M * V + out_offset,), float("nan"), device="cuda", dtype=dtype)
-    out = store[out_offset:].view(M, V)
+    store = torch.full((out_offset + M * V + 8,), float("nan"), device="cuda", dtype=dtype)
+    out = store[out_offset : out_offset + M * V].view(M, V)
     oasr_gemm.head._row_pass()(out, logits)
     atol, rtol = (1e-2, 2e-3) if dtype == torch.float16 else (1e-1, 4e-3)
     torch.testing.assert_close(out.float(), want, rtol=rtol, atol=atol)
-    if out_offset:
-        assert torch.isnan(store[0])  # nothing written before out
+    assert torch.isnan(store[:out_offset]).all() and torch.isnan(store[-8:]).all()  # out only
 
 
 def test_many_rows_on_the_sm90_kernels():

@@ -28,9 +28,9 @@ pass runs on it in place. For an odd vocabulary (V = 500, 1025, 8404: not a mult
 cuBLAS is up to 5x slower than at the next multiple of 8, so there (past `PAD_MIN_VOCAB` and
 `PAD_MIN_OUTPUTS`) the GEMM runs against a copy of the weight padded with zero rows (V·K elements
 copied per call) into a buffer with padded rows, and the row pass reads the first V columns of
-each row from it (a matrix C keeps the in-place path). At V 8404, whose output rows start on 16
-and 8 bytes in turn, the row pass reads 16-byte vectors of the padded rows and shifts each half
-of a vector to the next lane to keep the stores 16 bytes wide.
+each row from it (a matrix C keeps the in-place path). Whatever V, it reads the padded rows in
+16-byte vectors and realigns them across lanes to out's rows, which start anywhere within 16
+bytes, so that its stores are 16 bytes wide too (oasr-jit's ``PaddedDenseRow``).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@
 // Rows of 65 to 256 16-bit values that 8-byte vectors do not fit either, whose x and out rows sit
 // at the same offset mod 16 bytes, are read instead as an aligned body of 16-byte vectors plus
 // the few values before and after it (softmax_aligned_body_kernel). Where the caller can promise
-// that x's rows are readable past their end (launch_softmax_padded), rows of an odd multiple of
-// 8 bytes (V 8404 halves) keep 16-byte vectors both ways: PaddedDenseRow.
+// that x's rows are readable past their end (launch_softmax_padded), 16-bit rows of any width
+// and alignment keep 16-byte vectors both ways: PaddedDenseRow.
 //
 // masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
 // key_padding_mask through their own strides: a broadcast dim has stride 0, a relative-position
@@ -110,15 +110,15 @@ struct SoftmaxDst {
 // ---------------------------------------------------------------------------------------------
 // Row sources: construct for a row, then load(col, values) N values at column col. Where
 // kElementStores, out's rows may start anywhere and end on a partial vector: the kernels store
-// element by element, up to the row's end (load gives -inf past it). Where kRealignHalves, out's
-// rows start on a whole or a half vector (store_realigned_halves).
+// element by element, up to the row's end (load gives -inf past it). Where kRealign, out's rows
+// start anywhere and the kernels store through store_realigned.
 
 template <typename T, int N>
 struct DenseRow {
   using Params = SoftmaxArgs<T>;
   static constexpr bool kMasked = false;
   static constexpr bool kElementStores = false;  // out's vectors are whole and aligned
-  static constexpr bool kRealignHalves = false;
+  static constexpr bool kRealign = false;
   const T* x;
 
   OASR_DEVICE DenseRow(const Params& p, int64_t row) : x(p.x + row * p.x_stride) {}
@@ -130,18 +130,23 @@ struct DenseRow {
   }
 };
 
-// Rows of an odd multiple of N / 2 values, read in whole N-value vectors up to the next multiple
-// of N, which the caller promises is readable (a GEMM's logits in a padded buffer:
-// gemm_log_softmax at V 8404); the values past the end read as -inf. out's rows then start on
-// a whole vector or half-way into one, in turn, and store_realigned_halves keeps its stores
-// whole. On the H200 at 8000 x 8404 halves: 84 us, against 94-98 us with vectors of N / 2 for
-// loads and stores (launch_softmax's choice) and 81-83 us for aligned rows of 8408.
-template <typename T, int N>
+// Rows read in whole N-value vectors up to the next multiple of N, which the caller promises is
+// readable (a GEMM's logits in a padded buffer: gemm_log_softmax at an odd vocabulary); the
+// values past the end read as -inf. out's rows start anywhere, and the stores stay 16 bytes wide:
+// store_realigned_halves where every row starts on a whole or a half vector (kHalfShifts: an odd
+// multiple of N / 2 values), store_realigned otherwise. H200, 8000 rows, fp16 (us, against the
+// vectors launch_softmax fits to the width and alignment, N / 2 down to single values):
+//   V 8404  84 against 94-98 (81-83 for aligned rows of 8408); store_realigned: 114
+//   V 1028  18.2; store_realigned: 21.2
+//   V 10001 / 5001 / 4233 / 3001 / 2047 / 1025: 132 / 68 / 61 / 40 / 28 / 23 against
+//           324 / 123 / 108 / 64 / 45 / 33
+template <typename T, int N, bool kHalves>
 struct PaddedDenseRow {
   using Params = SoftmaxArgs<T>;
   static constexpr bool kMasked = false;
   static constexpr bool kElementStores = false;
-  static constexpr bool kRealignHalves = true;
+  static constexpr bool kRealign = true;
+  static constexpr bool kHalfShifts = kHalves;
   const T* x;
   int64_t cols;
 
@@ -152,9 +157,11 @@ struct PaddedDenseRow {
     Vec<T, N> v;
     v.load(x + col);
     v.to_float(values);
-    if (col + N > cols) {  // the row's last vector: its upper half is padding
+    if (col + N > cols) {  // the row's last vector: padding past its end
 #pragma unroll
-      for (int i = N / 2; i < N; ++i) values[i] = -__builtin_huge_valf();
+      for (int i = 0; i < N; ++i) {
+        if (kHalves ? i >= N / 2 : col + i >= cols) values[i] = -__builtin_huge_valf();
+      }
     }
   }
 };
@@ -171,7 +178,7 @@ struct MaskedRow {
   using Params = MaskedRowParams<T, TBias>;
   static constexpr bool kMasked = true;
   static constexpr bool kElementStores = false;
-  static constexpr bool kRealignHalves = false;
+  static constexpr bool kRealign = false;
   const T* scores;
   const TBias* bias;
   const uint8_t* mask;
@@ -237,7 +244,7 @@ struct MaskedPairRow {
   using Params = MaskedRowParams<T, TBias>;
   static constexpr bool kMasked = true;
   static constexpr bool kElementStores = !kAligned;
-  static constexpr bool kRealignHalves = false;
+  static constexpr bool kRealign = false;
   const T* scores;
   const TBias* bias;    // the row's bias, or its scores (then TBias is no wider than T)
   const uint8_t* mask;  // bool bytes, or the scores' bytes
@@ -354,7 +361,7 @@ OASR_DEVICE void store_row_values(T* out_row, int64_t col, int64_t cols,
 }
 
 // A row of an odd multiple of N / 2 values held by a warp or more (vector j of lane l is column
-// (j G + l) N), into out_row, which starts on a whole vector of N or half-way into one. Half-way,
+// (j G + l) N), into out_row, which starts on a whole vector of N or half-way into one (V 8404). Half-way,
 // each lane stores its upper half and the next lane's lower half (a shuffle) as one aligned
 // vector; a warp's first lane stores its own lower half, and its last lane its upper half alone
 // (the next vector's lane is in another warp). Every lane of the warp calls this. Columns are
@@ -399,13 +406,111 @@ OASR_DEVICE void store_realigned_halves(T* out_row, int lane, int cols,
   }
 }
 
+// The 16-byte vector of out that starts 2 kQ + odd values into a lane's vector: its values from
+// there and the next lane's before it. words: the lane's 4 words, then the next lane's.
+template <int kQ>
+OASR_DEVICE uint4 shifted_vector(const uint32_t (&words)[8], bool odd) {
+  // odd: a word of the result is the upper half of one word and the lower half of the next
+  const auto word = [&](int k) {
+    return odd ? __byte_perm(words[kQ + k], words[kQ + k + 1], 0x5432) : words[kQ + k];
+  };
+  return make_uint4(word(0), word(1), word(2), word(3));
+}
+
+// Value i of a vector of 16-bit values held as 32-bit words.
+OASR_DEVICE uint16_t word_half(const uint32_t* words, int i) {
+  return uint16_t(words[i / 2] >> (16 * (i % 2)));
+}
+
+// A row's vectors stored into out_row at a 16-byte boundary `shift` = 2 kQ + odd values into
+// them (store_realigned, below).
+template <int kQ, int N, int kGroupThreads, int kVecs>
+OASR_DEVICE void store_shifted(uint16_t* out_bits, int lane, int cols, bool odd,
+                               const uint32_t (&packed)[kVecs][4]) {
+  const int shift = 2 * kQ + int(odd);
+  const int warp_lane = threadIdx.x % kWarpSize;
+  const int count = warp_lane == kWarpSize - 1 ? N - shift : N;  // the last lane: its own only
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int col = (j * kGroupThreads + lane) * N;  // < 512 * kSoftmaxRegFloats
+    uint32_t words[8];  // this lane's vector, then the next lane's
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      words[k] = packed[j][k];
+      words[4 + k] = __shfl_down_sync(0xffffffffu, packed[j][k], 1);
+    }
+    if (warp_lane == 0) {  // its values before the boundary: the last lane before it cannot
+#pragma unroll
+      for (int i = 0; i < N - 1; ++i) {
+        if (i < shift && col + i < cols) out_bits[col + i] = word_half(words, i);
+      }
+    }
+    const uint4 out_vec = shifted_vector<kQ>(words, odd);
+    const int start = col + shift;
+    if (count == N && start + N <= cols) {
+      *reinterpret_cast<uint4*>(out_bits + start) = out_vec;
+    } else {
+      const uint32_t out_words[4] = {out_vec.x, out_vec.y, out_vec.z, out_vec.w};
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        if (i < count && start + i < cols) out_bits[start + i] = word_half(out_words, i);
+      }
+    }
+  }
+}
+
+// A row of 16-bit values held by a warp or more (vector j of lane l is column (j G + l) N), into
+// out_row, which may start anywhere: `shift` = its values before the first 16-byte boundary. Each
+// lane stores one aligned 16-byte vector of out, its own values from `shift` on and the next
+// lane's before it (a shuffle, then byte permutes). A warp's first lane also stores its own
+// values before `shift`, and its last lane only its own values (the next lane is in another
+// warp), value by value, as do the ends of the row. Every lane of the warp calls this; `shift`
+// is the same for all (one row a warp or a block), so its branches do not diverge. The values
+// are packed to 16 bits first, so 12 registers of words, not 24 of floats, live across the
+// stores (softmax_realigned_rows_kernel's bounds hold it to 40).
+template <typename T, int N, int kGroupThreads, int kVecs>
+OASR_DEVICE void store_realigned(T* out_row, int lane, int cols, const float (&values)[kVecs][N]) {
+  static_assert(kGroupThreads % kWarpSize == 0, "rows of whole warps");
+  static_assert(sizeof(T) == 2 && N == 8, "16-byte vectors of 16-bit values");
+  uint32_t packed[kVecs][4];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    Vec<T, N> v;
+    v.from_float(values[j]);
+    memcpy(packed[j], &v, sizeof(uint4));
+  }
+  uint16_t* out_bits = reinterpret_cast<uint16_t*>(out_row);
+  const int shift = int((N - reinterpret_cast<uintptr_t>(out_row) / sizeof(T) % N) % N);
+  const bool odd = shift % 2 != 0;
+  switch (shift / 2) {
+    case 0:
+      if (odd) return store_shifted<0, N, kGroupThreads, kVecs>(out_bits, lane, cols, odd, packed);
+      break;  // aligned: below
+    case 1: return store_shifted<1, N, kGroupThreads, kVecs>(out_bits, lane, cols, odd, packed);
+    case 2: return store_shifted<2, N, kGroupThreads, kVecs>(out_bits, lane, cols, odd, packed);
+    default: return store_shifted<3, N, kGroupThreads, kVecs>(out_bits, lane, cols, odd, packed);
+  }
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int col = (j * kGroupThreads + lane) * N;
+    if (col + N <= cols) {
+      const uint4 whole = make_uint4(packed[j][0], packed[j][1], packed[j][2], packed[j][3]);
+      *reinterpret_cast<uint4*>(out_bits + col) = whole;
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        if (col + i < cols) out_bits[col + i] = word_half(packed[j], i);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Register-resident rows: kGroupThreads threads per row, kVecs vectors of N per thread.
 
 template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads,
           bool kLog>
-__global__ void __launch_bounds__(kBlockThreads)
-    softmax_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
+OASR_DEVICE void softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Params& src) {
   static_assert(kBlockThreads % kGroupThreads == 0, "whole rows per block");
   constexpr int kRowsPerBlock = kBlockThreads / kGroupThreads;
   constexpr float kNegInf = -__builtin_huge_valf();
@@ -457,7 +562,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     T* out_row = dst.out + row * dst.cols;
     const float inv_sum = softmax_inv_sum<Row::kMasked>(row_sum);
     const float log_sum = kLog ? logf(row_sum) : 0.0f;
-    if constexpr (Row::kRealignHalves) {
+    if constexpr (Row::kRealign) {
 #pragma unroll
       for (int j = 0; j < kVecs; ++j) {
 #pragma unroll
@@ -466,7 +571,11 @@ __global__ void __launch_bounds__(kBlockThreads)
         }
       }
       // cols <= 512 * kSoftmaxRegFloats (launch_softmax_padded)
-      store_realigned_halves<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
+      if constexpr (Row::kHalfShifts) {
+        store_realigned_halves<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
+      } else {
+        store_realigned<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < kVecs; ++j) {
@@ -481,6 +590,30 @@ __global__ void __launch_bounds__(kBlockThreads)
       }
     }
   }
+}
+
+template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads,
+          bool kLog>
+__global__ void __launch_bounds__(kBlockThreads)
+    softmax_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
+  softmax_rows<Row, T, N, kGroupThreads, kVecs, kBlockThreads, kLog>(dst, src);
+}
+
+// Realigned rows (Row::kRealign) of up to 3 vectors a thread are held to 40 registers, the
+// occupancy of DenseRow's kernels (48 warps an SM): store_realigned's shuffled words took them
+// to 44, two 512-thread blocks an SM instead of three. H200, 8000 rows: V 10001 158 -> 132 us
+// (V 8402: 138 -> 116) with 24 bytes spilled, the rest within 2%.
+template <int kVecs, int kBlockThreads>
+constexpr int realigned_rows_min_blocks() {
+  return kVecs <= 3 ? 48 * kWarpSize / kBlockThreads : 1;
+}
+
+template <typename Row, typename T, int N, int kGroupThreads, int kVecs, int kBlockThreads,
+          bool kLog>
+__global__ void __launch_bounds__(kBlockThreads,
+                                  (realigned_rows_min_blocks<kVecs, kBlockThreads>()))
+    softmax_realigned_rows_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
+  softmax_rows<Row, T, N, kGroupThreads, kVecs, kBlockThreads, kLog>(dst, src);
 }
 
 // One 16-byte store of v, as the thread's last memory access. Here a copy of the Vec
@@ -724,16 +857,28 @@ cudaError_t launch_softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Pa
   const int64_t tiles = ceil_div<int64_t>(dst.rows, kRowsPerBlock);
   if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
   const dim3 grid(static_cast<unsigned>(tiles));
-  if constexpr (!Row::kMasked) {  // masked rows are never log_softmax
-    if (dst.log_output) {
+  if constexpr (Row::kRealign) {  // only log_softmax's (gemm_log_softmax) rows are realigned
+    if (!dst.log_output) return cudaErrorNotSupported;
+    if constexpr (Row::kHalfShifts) {  // 40 registers as it is
       softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, true>
           <<<grid, kBlockThreads, 0, stream>>>(dst, src);
-      return cudaGetLastError();
+    } else {
+      softmax_realigned_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, true>
+          <<<grid, kBlockThreads, 0, stream>>>(dst, src);
     }
+    return cudaGetLastError();
+  } else {
+    if constexpr (!Row::kMasked) {  // masked rows are never log_softmax
+      if (dst.log_output) {
+        softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, true>
+            <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+        return cudaGetLastError();
+      }
+    }
+    softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, false>
+        <<<grid, kBlockThreads, 0, stream>>>(dst, src);
+    return cudaGetLastError();
   }
-  softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, false>
-      <<<grid, kBlockThreads, 0, stream>>>(dst, src);
-  return cudaGetLastError();
 }
 
 // The vectors per thread of a 512-thread block after kVecs: every count to 8, then 12, 16, 24, 32.
@@ -752,7 +897,7 @@ cudaError_t launch_softmax_block_rows(const SoftmaxDst<T>& dst, const typename R
                                       int64_t vecs, cudaStream_t stream) {
   constexpr int kMaxVecs = kSoftmaxRegFloats / N;
   constexpr int64_t kCapacity = int64_t(kBlockThreads) * kVecs;
-  if constexpr (Row::kRealignHalves &&
+  if constexpr (Row::kRealign &&
                 (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs)) {
     return cudaErrorNotSupported;  // rows past the registers: launch_softmax_padded checks
   } else if constexpr (kBlockThreads > kSoftmaxMaxRowThreads || kVecs > kMaxVecs) {
@@ -857,22 +1002,25 @@ cudaError_t launch_softmax(const SoftmaxArgs<T>& a, cudaStream_t stream) {
 }
 
 // The rows of `a` where x's rows are readable up to `readable_cols` values, past a.cols (the
-// caller's promise, the last row's included: a padded buffer). Rows of an odd multiple of
-// N / 2 values that a warp or a block holds in registers take PaddedDenseRow; others
-// launch_softmax.
+// caller's promise, the last row's included: a padded buffer). 16-bit rows that 16-byte vectors
+// do not fit as they are (a.cols or out's alignment), that a warp or a block holds in registers,
+// take PaddedDenseRow; others launch_softmax.
 template <typename T>
 cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols,
                                   cudaStream_t stream) {
+  static_assert(sizeof(T) == 2, "16-bit rows");
   constexpr int N = kVec128<T>;
   const int64_t vecs = ceil_div<int64_t>(a.cols, N);
-  const bool padded_rows = a.cols % N == N / 2 && vecs > 16 &&
-                           vecs <= int64_t(kSoftmaxMaxRowThreads) * kSoftmaxRegFloats / N &&
-                           vecs * N <= readable_cols && is_vec_aligned<T, N>(a.x) &&
-                           (a.rows == 1 || a.x_stride % N == 0) &&
-                           is_vec_aligned<T, N / 2>(a.out);
-  if (!padded_rows) return launch_softmax(a, stream);
+  const bool realigned = !(a.cols % N == 0 && is_vec_aligned<T, N>(a.out)) && vecs > 16 &&
+                         vecs <= int64_t(kSoftmaxMaxRowThreads) * kSoftmaxRegFloats / N &&
+                         vecs * N <= readable_cols && is_vec_aligned<T, N>(a.x) &&
+                         (a.rows == 1 || a.x_stride % N == 0);
+  if (!realigned) return launch_softmax(a, stream);
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
-  return launch_softmax_warp_rows<PaddedDenseRow<T, N>, T, N, 1>(dst, a, vecs, stream);
+  if (a.cols % N == N / 2 && is_vec_aligned<T, N / 2>(a.out)) {
+    return launch_softmax_warp_rows<PaddedDenseRow<T, N, true>, T, N, 1>(dst, a, vecs, stream);
+  }
+  return launch_softmax_warp_rows<PaddedDenseRow<T, N, false>, T, N, 1>(dst, a, vecs, stream);
 }
 
 // Whether MaskedPairRow reads these operands: each present one unit-strided over Tk (an absent
