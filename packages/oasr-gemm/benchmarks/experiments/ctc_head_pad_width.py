@@ -9,25 +9,9 @@ within 3% either way; V 1025 up to 7% slower (8000 × 1025 × 256: 30.4 → 32.8
 Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_pad_width.py
 """
 
-import statistics
-
 import torch
 import torch.nn.functional as F
-
-
-def median_us(fn, reps: int = 30) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+from event_timing import median_us
 
 
 def main() -> None:

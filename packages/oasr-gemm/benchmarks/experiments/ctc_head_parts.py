@@ -12,32 +12,17 @@ of 8408 80.9 / 80.7; cuBLAS into the V columns 508-526, into all 8408 140-145; a
 either way. Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_parts.py [V ...]
 """
 
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+from event_timing import median_us
 
 import oasr_gemm
 from oasr_gemm import head
 
 M, K = 8000, 512
 COPY_TBPS = 4.27
-
-
-def median_us(fn, reps: int = 30) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
 
 
 def time_parts(a: torch.Tensor, vocab: int) -> None:

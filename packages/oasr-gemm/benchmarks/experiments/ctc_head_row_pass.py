@@ -10,11 +10,11 @@ shapes. On the H200, fp16 Âµs (bf16 within 2%), before (c41d1e1: halves only) â†
 either way. Run: python packages/oasr-gemm/benchmarks/experiments/ctc_head_row_pass.py [--rule]
 """
 
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+from event_timing import median_us
 
 from oasr_gemm import head
 
@@ -30,21 +30,6 @@ RULE_SHAPES = (
     (8000, 1025, 512),
     (32000, 1025, 512),
 )
-
-
-def median_us(fn, reps: int = 30) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
 
 
 def row_pass(dtype: torch.dtype) -> None:
