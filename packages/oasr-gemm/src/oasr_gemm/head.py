@@ -240,11 +240,10 @@ def _cublas_logits(A, B, C, out, pad: bool | None = None):
     a2d = A.reshape(M, K)
     logits = torch.empty(M, padded, dtype=A.dtype, device=A.device)
     b_padded = F.pad(B, (0, 0, 0, padded - V))
-    c_padded = None if C is None else F.pad(C, (0, padded - V))
     if C is None:
         torch.mm(a2d, b_padded.t(), out=logits)
     else:
-        torch.addmm(c_padded, a2d, b_padded.t(), out=logits)
+        torch.addmm(F.pad(C, (0, padded - V)), a2d, b_padded.t(), out=logits)
     return out, logits
 
 

@@ -1,9 +1,9 @@
 // gemm_log_softmax's row pass (module oasr_gemm_log_softmax): out [M, V] (contiguous) = the
 // log_softmax over V of the first V columns of logits [M, W], W >= V (unit column stride, any row
-// stride), or of out itself in place. logits wider than out are the buffer padded to 8 columns
-// that an odd V's GEMM writes: its padding columns are read (16-byte loads) but not used. Each
-// row is read once (into registers up to V = 16384) and written once: oasr/common/softmax.cuh,
-// the kernels of oasr-norm's softmax.
+// stride), or of out itself in place. logits wider than out are the padded buffer that an odd
+// V's GEMM writes (head.py's padded_vocab): its padding may be read (16-byte loads of the row's
+// last vector) but is never used. Each row is read once (into registers up to V = 16384) and
+// written once: oasr/common/softmax.cuh, the kernels of oasr-norm's softmax.
 #include "oasr/common/softmax.cuh"
 #include "tvm_ffi_utils.h"
 
