@@ -361,13 +361,13 @@ OASR_DEVICE void store_row_values(T* out_row, int64_t col, int64_t cols,
 }
 
 // A row of an odd multiple of N / 2 values held by a warp or more (vector j of lane l is column
-// (j G + l) N), into out_row, which starts on a whole vector of N or half-way into one (V 8404). Half-way,
-// each lane stores its upper half and the next lane's lower half (a shuffle) as one aligned
-// vector; a warp's first lane stores its own lower half, and its last lane its upper half alone
-// (the next vector's lane is in another warp). Every lane of the warp calls this. Columns are
-// ints: with 64-bit ones the 512-thread kernel took 44 registers, two blocks an SM instead of
-// three, and ran at 128 us instead of 84 (8000 x 8404). Stores of 8-byte pieces without the
-// shuffle, each lane's two halves apart: 153 us.
+// (j G + l) N), into out_row, which starts on a whole vector of N or half-way into one (V 8404).
+// Half-way, each lane stores its upper half and the next lane's lower half (a shuffle) as one
+// aligned vector; a warp's first lane stores its own lower half, and its last lane its upper
+// half alone (the next vector's lane is in another warp). Every lane of the warp calls this.
+// Columns are ints: with 64-bit ones the 512-thread kernel took 44 registers, two blocks an SM
+// instead of three, and ran at 128 us instead of 84 (8000 x 8404). Stores of 8-byte pieces
+// without the shuffle, each lane's two halves apart: 153 us.
 template <typename T, int N, int kGroupThreads, int kVecs>
 OASR_DEVICE void store_realigned_halves(T* out_row, int lane, int cols,
                                         const float (&values)[kVecs][N]) {
@@ -1011,8 +1011,10 @@ cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols
   static_assert(sizeof(T) == 2, "16-bit rows");
   constexpr int N = kVec128<T>;
   const int64_t vecs = ceil_div<int64_t>(a.cols, N);
-  const bool realigned = !(a.cols % N == 0 && is_vec_aligned<T, N>(a.out)) && vecs > 16 &&
-                         vecs <= int64_t(kSoftmaxMaxRowThreads) * kSoftmaxRegFloats / N &&
+  // log_softmax only: the realigned kernels are instantiated for gemm_log_softmax's rows
+  constexpr int64_t kMaxVecs = int64_t(kSoftmaxMaxRowThreads) * kSoftmaxRegFloats / N;
+  const bool realigned = a.log_output && !(a.cols % N == 0 && is_vec_aligned<T, N>(a.out)) &&
+                         vecs > 16 && vecs <= kMaxVecs &&
                          vecs * N <= readable_cols && is_vec_aligned<T, N>(a.x) &&
                          (a.rows == 1 || a.x_stride % N == 0);
   if (!realigned) return launch_softmax(a, stream);
