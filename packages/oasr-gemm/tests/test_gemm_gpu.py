@@ -89,6 +89,29 @@ def test_epilogues(act, dtype):
         _assert_close(got, _ref(A, B, C, act), dtype)
 
 
+def _ordered(t):
+    """A 16-bit tensor's values as integers whose neighbours differ by one (ulp distances)."""
+    bits = t.view(torch.int16).int()
+    return torch.where(bits < 0, -(bits & 0x7FFF), bits)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", configs.production_configs(), ids=lambda c: c.id)
+def test_gelu_is_within_an_ulp_of_float64(config, dtype):
+    # Accumulators over about [-14, 14]: the normal tail (x < -4), where 0.5 x (1 + erf(x / sqrt 2))
+    # cancels, and past |x| 13.2, where the epilogue's exponential is 0
+    M, N, K = 512, 264, 256
+    A, B, bias = _inputs(M, N, K, dtype, seed=5)
+    B = (B.float() * 4).to(dtype)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+    _run(config, dtype, out, A, B, bias, None, "gelu")
+    x = A.double() @ B.double().T + bias.double()
+    want = (0.5 * x * torch.special.erfc(-x / 2**0.5)).to(dtype)
+    assert (x < -4).sum() > 1000 and (x.abs() > 13.2).any()
+    ulps = (_ordered(out) - _ordered(want)).abs()
+    assert ulps.max() <= 1, f"{int((ulps > 1).sum())} outputs off by more than one ulp"
+
+
 def test_nd_inputs_strided_rows_and_out():
     dtype = torch.float16
     wide = torch.randn(3, 50, 264, device="cuda", dtype=dtype)

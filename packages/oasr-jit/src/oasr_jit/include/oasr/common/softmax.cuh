@@ -67,6 +67,14 @@ OASR_DEVICE float softmax_exp2(float x) {
   return y;
 }
 
+// 1 / x on the MUFU alone (rcp.approx.ftz), for x the caller knows lies in [2^-126, 2^126]:
+// __fdividef tests for a subnormal divisor and rescales around the MUFU, three instructions.
+OASR_DEVICE float rcp_approx_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Row values per thread held in registers: a warp holds 1024 values (attention rows up to
 // Tk = 1024), a 512-thread block 16384 (CTC vocabularies up to 16384). A 1024-thread block is
 // held to 64 registers, where ptxas spills 32 values: rows past 16384 take the two-pass kernel.
@@ -329,8 +337,7 @@ OASR_DEVICE float softmax_shift(float row_max) {
 // rescale for subnormal s (four instructions a row in the issue-bound short-row kernels).
 template <bool kMasked>
 OASR_DEVICE float softmax_inv_sum(float row_sum) {
-  float inv_sum;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(inv_sum) : "f"(row_sum));
+  const float inv_sum = rcp_approx_ftz(row_sum);
   if constexpr (kMasked) {
     return row_sum == 0.0f ? 0.0f : inv_sum;
   } else {
