@@ -99,17 +99,25 @@ def _ordered(t):
 @pytest.mark.parametrize("config", configs.production_configs(), ids=lambda c: c.id)
 def test_gelu_is_within_an_ulp_of_float64(config, dtype):
     # Accumulators over about [-14, 14]: the normal tail (x < -4), where 0.5 x (1 + erf(x / sqrt 2))
-    # cancels, and past |x| 13.2, where the epilogue's exponential is 0
+    # cancels, and past -13.2, where the epilogue's exponential flushes to 0
     M, N, K = 512, 264, 256
     A, B, bias = _inputs(M, N, K, dtype, seed=5)
     B = (B.float() * 4).to(dtype)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
     _run(config, dtype, out, A, B, bias, None, "gelu")
     x = A.double() @ B.double().T + bias.double()
-    want = (0.5 * x * torch.special.erfc(-x / 2**0.5)).to(dtype)
-    assert (x < -4).sum() > 1000 and (x.abs() > 13.2).any()
-    ulps = (_ordered(out) - _ordered(want)).abs()
-    assert ulps.max() <= 1, f"{int((ulps > 1).sum())} outputs off by more than one ulp"
+    want = 0.5 * x * torch.special.erfc(-x / 2**0.5)
+    assert (x < -4).sum() > 1000 and (x < -13.2).any()
+    # Near 0 the fp32 accumulator's rounding (~1e-6) is many ulps of a tiny GELU: compare
+    # absolutely there. From -13.2 GELU is below the smallest normal float; the epilogue gives 0.
+    ulps = (_ordered(out) - _ordered(want.to(dtype))).abs()
+    ranged = (x.abs() >= 0.25) & (x >= -13)
+    assert ulps[ranged].max() <= 1, f"{int((ulps[ranged] > 1).sum())} outputs off by over an ulp"
+    near_zero = x.abs() < 0.25
+    one_ulp = 2**-10 if dtype == torch.float16 else 2**-7
+    got, close = out.double()[near_zero], want[near_zero]
+    torch.testing.assert_close(got, close, rtol=one_ulp, atol=1e-5)
+    assert out.double()[x < -13.2].abs().max() < 2**-126
 
 
 def test_nd_inputs_strided_rows_and_out():

@@ -111,6 +111,8 @@ def test_when_an_odd_vocabulary_takes_the_padded_weight():
     assert not takes_padding(big, 1032)  # a multiple of 8: in place
     assert not takes_padding(big - 1, 1025)  # below the output bar
     assert not takes_padding(2 * big * 3, 500)  # below the vocabulary bar
+    assert takes_padding(2 * big, head.PAD_MIN_VOCAB + 1)
+    assert not takes_padding(2 * big, head.PAD_MIN_VOCAB - 1)
     assert not takes_padding(big, 1025, torch.zeros(big, 1025))  # a matrix C: in place
     assert takes_padding(big, 1025, torch.zeros(1025))  # a bias is padded with the weight
 
@@ -149,14 +151,18 @@ def test_the_one_kernel_head_takes_small_vocabularies_on_sm90(monkeypatch):
 
 
 def test_where_the_cluster_head_wins():
-    """The speed rule (a pure function of the call's M, V and K; measured on the H200)."""
+    """The speed rule (a pure function of the call's M, V and K; measured on the H200): a band
+    of output counts, odd vocabularies only."""
     wins = head.cluster_head_wins
-    assert wins(8000, 1025, 256) and wins(3909, 2047, 256) and wins(2666, 3001, 256)
-    assert not wins(3908, 2047, 256)  # under 8M outputs
-    assert not wins(8000, 3073, 256)  # past V 3072 at K 256
-    assert not wins(8000, 2048, 256) and not wins(8000, 5000, 256)  # aligned V: two passes
-    assert wins(64, 1025, 512) and wins(32000, 1099, 320)  # K up to 512: V up to 1100
-    assert not wins(64, 1101, 512) and not wins(64, 1025, 520)
+    assert wins(8000, 1025, 256) and wins(4000, 2047, 256) and wins(2000, 3001, 256)
+    assert wins(2499, 2001, 256) and not wins(2498, 2001, 256)  # from 5M outputs at K 256
+    assert wins(4497, 2001, 256) and not wins(4498, 2001, 256)  # up to 9M
+    assert not wins(16000, 1025, 256) and not wins(8000, 2047, 256)  # past the band
+    assert not wins(2000, 3073, 256)  # past V 3072 at K 256
+    assert not wins(8000, 1024, 256) and not wins(1000, 5000, 256)  # aligned V: two passes
+    assert wins(2000, 1025, 512) and wins(8000, 1099, 320)  # K up to 512: V up to 1100
+    assert wins(1464, 1025, 512) and not wins(1463, 1025, 512)  # from 1.5M outputs
+    assert not wins(16000, 1025, 512) and not wins(2000, 1101, 512) and not wins(2000, 1025, 520)
 
 
 def test_the_cluster_head_takes_what_it_can_where_it_wins(monkeypatch):

@@ -146,16 +146,17 @@ def test_empty_and_refusals():
     torch.cuda.synchronize()
 
 
-@pytest.mark.parametrize("M, V", [(2000, 500), (256, 5000), (256, 1025)])
+@pytest.mark.parametrize("M, V", [(2000, 500), (256, 5000), (255, 1025), (1000, 1025)])
 def test_graph_capture(M, V):
     """V 500 at 2000 rows runs the one-kernel head, V 5000 the sm90 GEMM or cuBLAS, V 1025
-    cuBLAS in place."""
+    cuBLAS in place (255 rows: under the padding's output bar) or against the padded weight."""
     dtype = torch.float16
     A = _randn(M, 256, dtype=dtype)
     B = _randn(V, 256, dtype=dtype, seed=1, scale=0.1)
     C = _randn(V, dtype=dtype, seed=2)
     out = torch.empty(M, V, device="cuda", dtype=dtype)
     assert runs_one_kernel(A, B, C, out) == (V == 500)
+    assert oasr_gemm.head.pads_weight(M, V, C) == (M == 1000)
     replay_in_graph(lambda: oasr_gemm.gemm_log_softmax(A, B, C, out=out), out)
     want = torch.log_softmax(oasr_gemm.gemm(A, B, C, backend="torch").float(), dim=-1)
     torch.testing.assert_close(out.float(), want, rtol=1e-2, atol=2e-2)

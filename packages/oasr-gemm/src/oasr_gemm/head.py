@@ -13,7 +13,8 @@ For 512 < V <= 12288 and K <= 512, the cluster head (`runs_cluster_head`:
 to 16 CTAs, each parking its slice of the rounded logits in shared memory; the row's max and sum
 are merged across the cluster, and each CTA writes its slice of the output once. It is taken
 where it beats the two passes (`cluster_head_wins`: odd vocabularies up to 3072 at K <= 256 from
-8M outputs, up to 1100 at K <= 512); at an aligned V 5000 it runs 0.7-0.8x of them.
+5M to 9M outputs, up to 1100 at K <= 512 from 1.5M to 9M); at an aligned V 5000 it runs
+0.7-0.8x of them.
 
 Otherwise two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
 then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's softmax) reads each row
@@ -65,16 +66,18 @@ CLUSTER_MAX_K = 512
 
 def cluster_head_wins(M: int, V: int, K: int) -> bool:
     """Where the cluster head beats the two passes (H200, ``benchmarks/log_softmax_head.py
-    --cluster``, fp16; docs/gemm.md): odd vocabularies, whose two passes pay cuBLAS's odd-N GEMM
-    or a padded weight, up to V 3072 at K <= 256 from 8M outputs (1.12-1.38x there), and up to
-    V 1100 at K <= 512 (1.07-2.3x). An aligned V 5000 ran 0.68-0.80x of its two passes (the
-    per-CTA chain of TMA loads from L2 is the limit, not the bytes), V 2047 at K 512 from 4000
-    rows 0.8x, small calls of V 1025-2047 at K 256 0.8-1.0x."""
-    if V % 8 == 0:
+    --cluster``, fp16 and bf16, session 27, against session 26's row pass and the padded weight
+    from `PAD_MIN_OUTPUTS`; docs/gemm.md): a band of sizes, for odd vocabularies only. Its
+    chain of TMA loads from L2 costs ~25-35 µs however few the rows, and past the band its time
+    per output is above the two passes'. At K <= 256, V <= 3072 from 5M to 9M outputs (8000
+    rows of V 1025 1.13x, 4000 of V 2047 1.11x, 2000 of V 3001 1.30x); at K <= 512, V <= 1100
+    from 1.5M to 9M (2000-8000 rows of V 1025: 1.06-1.35x). Outside it 0.44-0.98x, apart from
+    a few points within 8% either way; an aligned V 5000 0.68-0.82x."""
+    if V % 8 == 0 or M * V > 9_000_000:
         return False
     if K <= 256:
-        return V <= 3072 and M * V >= 8_000_000
-    return K <= 512 and V <= 1100
+        return V <= 3072 and M * V >= 5_000_000
+    return K <= 512 and V <= 1100 and M * V >= 1_500_000
 
 
 @functools.cache
@@ -185,11 +188,16 @@ def gemm_log_softmax(
 
 
 #: An odd V's GEMM runs against the padded weight from this vocabulary and this many outputs
-#: (M·V) on. H200: padding gains 1.4-1.8x at V 1025 from 2000 rows and 1.2-1.7x at V 8404 from
-#: 1000 rows, but at V 500 cuBLAS's odd-N kernel is nearly as fast and copying the weight costs
-#: more (0.93x at 8000 rows); docs/gemm.md.
-PAD_MIN_VOCAB = 1000
-PAD_MIN_OUTPUTS = 1 << 21
+#: (M·V) on. H200, session 27 (``benchmarks/experiments/ctc_head_pad_rows.py``: the two passes
+#: padded against unpadded, since session 26's row pass reads the padded logits in 16-byte
+#: vectors): padding wins 1.02-1.8x at V 601 from 250 rows, 1.28-2.8x at V 1025-5001 and
+#: 1.18-1.75x at V 8404 from 1000 rows, 1.02-1.5x at 500 rows of V 1025-5001; it lost at 250 x
+#: 1025 x 256 fp16 (0.83x: under the output bar) and 500 x 8404 x 512 (0.86-0.91x, where cuBLAS's
+#: odd-N kernel is faster than at 250 rows).
+#: Sessions 6-26 padded from V 1000 and 2M outputs. V <= 512 is the one-kernel head's from 2000
+#: rows; below, unmeasured, it stays unpadded (at V 500, 8000 rows, padding once cost 0.93x).
+PAD_MIN_VOCAB = 600
+PAD_MIN_OUTPUTS = 1 << 18
 #: Past this vocabulary the weight is padded to a multiple of 32 rows, not 8: cuBLAS then runs
 #: 1.06-1.18x faster at V 8404 and 10001 (8000 x 8404 x 512: 135.6 against 143.6 µs fp16), and
 #: at V 5001 from 32000 rows; at V 2047-3001 it is the same, at V 1025 up to 7% slower (H200,
