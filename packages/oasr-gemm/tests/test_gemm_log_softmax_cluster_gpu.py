@@ -154,13 +154,14 @@ def test_the_speed_rule_routes_calls(monkeypatch):
     monkeypatch.undo()
     dtype = torch.float16
     B = _randn(2047, 256, dtype=dtype)
-    A = _randn(3909, 256, dtype=dtype)  # 8.0M outputs at V 2047
-    assert head.runs_cluster_head(A, B, None, None)
-    assert not head.runs_cluster_head(A[:-1], B, None, None)  # under 8M outputs
-    assert not head.runs_cluster_head(A, B[:2040], None, None)  # an aligned V
-    wide = _randn(64, 520, dtype=dtype)
+    A = _randn(4400, 256, dtype=dtype)  # 9.0M outputs at V 2047: past the band
+    assert not head.runs_cluster_head(A, B, None, None)
+    assert head.runs_cluster_head(A[:3909], B, None, None)  # 8.0M
+    assert not head.runs_cluster_head(A[:2442], B, None, None)  # under 5M outputs
+    assert not head.runs_cluster_head(A[:3909], B[:2040], None, None)  # an aligned V
+    wide = _randn(1500, 520, dtype=dtype)
     assert not head.runs_cluster_head(wide, _randn(1025, 520, dtype=dtype), None, None)  # K 520
-    small = _randn(64, 512, dtype=dtype)
+    small = _randn(1500, 512, dtype=dtype)
     assert head.runs_cluster_head(small, _randn(1025, 512, dtype=dtype), None, None)  # K 512
-    A, B, C = _operands(64, 512, 1025, dtype)
+    A, B, C = _operands(1500, 512, 1025, dtype)
     assert_matches_reference(oasr_gemm.gemm_log_softmax(A, B, C), A, B, C)
