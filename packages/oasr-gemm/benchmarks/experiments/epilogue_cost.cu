@@ -5,7 +5,8 @@
 // activation in, on this probe's evidence. One tile structure per executable (-DSTRUCT=n),
 // timed with up to fourteen epilogues on random fp16 data (-DKIND_MASK picks some):
 //   0 plain LinearCombination                     6 bias + Swish: ex2.approx, Newton reciprocal
-//   1 bias + Identity compiled in                 7 bias + exact GELU, erff (the package's)
+//   1 bias + Identity compiled in                 7 bias + exact GELU, erff (the package's
+//                                                   through session 26; a copy below since then)
 //   2 run-time switch: identity, no bias          8 bias + exact GELU through erfc (session 8)
 //   3 run-time switch: swish, bias                9 bias + tanh GELU (the package's)
 //   4 bias + Swish compiled in (the package's)   10 bias + Swish on ex2 / rcp.approx.ftz alone
@@ -171,8 +172,15 @@ struct GeluErfc {
     return x * (x >= 0.0f ? 1.0f - half_erfc : half_erfc);
   }
 };
+// The package's exact GELU through session 26 (since 27 it is the normal-tail form of
+// gemm_activation.cuh: gelu_epilogue_accuracy.cu and docs/gemm.md, "Activations").
+struct GeluErffForm {
+  CUTLASS_DEVICE float operator()(float x) const {
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  }
+};
 template <class V>
-using GeluErff = oasr::gemm::GeluAct<V>;
+using GeluErff = oasr::gemm::Elementwise<GeluErffForm>::Op<V>;
 template <class V>
 using GeluErfcAct = oasr::gemm::Elementwise<GeluErfc>::Op<V>;
 
