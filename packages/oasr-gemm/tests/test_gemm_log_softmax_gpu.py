@@ -86,9 +86,16 @@ def test_odd_vocabulary_against_the_padded_weight(dtype):
         (5, 16380, 16384, 0),  # the widest row a block holds
         (300, 1028, 1032, 0),  # a block of 128 threads
         (300, 500, 520, 0),  # a warp a row; logits wider than the next multiple of 8
+        # an even width that is not: realigned by words (rows start 0-3 words before a vector)
+        (300, 8402, 8408, 0),  # 2 mod 8
+        (300, 8406, 8416, 0),  # 6 mod 8
+        (300, 1026, 1032, 0),  # a block of 128 threads
+        (5, 16382, 16384, 0),  # the widest row a block holds
+        (64, 138, 144, 0),  # 18 vectors: a warp a row
+        (300, 5000, 5000, 2),  # a multiple of 8 into an out on 4 bytes, not 16
+        (300, 8404, 8408, 2),  # an odd multiple of 4 into an out on 4 bytes, not 8
         # any other width or alignment: realigned by byte permutes
         (300, 10001, 10016, 0),  # 3 vectors a thread, the kernel held to 40 registers
-        (300, 8402, 8408, 0),
         (300, 4233, 4256, 3),
         (300, 2047, 2048, 0),
         (300, 1025, 1032, 0),

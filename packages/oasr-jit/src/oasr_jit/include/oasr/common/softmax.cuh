@@ -140,21 +140,24 @@ struct DenseRow {
 
 // Rows read in whole N-value vectors up to the next multiple of N, which the caller promises is
 // readable (a GEMM's logits in a padded buffer: gemm_log_softmax at an odd vocabulary); the
-// values past the end read as -inf. out's rows start anywhere, and the stores stay 16 bytes wide:
-// store_realigned_halves where every row starts on a whole or a half vector (kHalfShifts: an odd
-// multiple of N / 2 values), store_realigned otherwise. H200, 8000 rows, fp16 (us, against the
-// vectors launch_softmax fits to the width and alignment, N / 2 down to single values):
+// values past the end read as -inf. out's rows start anywhere, and the stores stay 16 bytes wide.
+// kShiftStep is what out's rows start on, in values: N / 2 (store_realigned_halves: an odd
+// multiple of N / 2 values), 2 (store_realigned_words: whole 32-bit words), 1 (store_realigned:
+// anywhere). H200, 8000 rows, fp16 (us, against the vectors launch_softmax fits to the width and
+// alignment, N / 2 down to single values):
 //   V 8404  84 against 94-98 (81-83 for aligned rows of 8408); store_realigned: 114
 //   V 1028  18.2; store_realigned: 21.2
 //   V 10001 / 5001 / 4233 / 3001 / 2047 / 1025: 132 / 68 / 61 / 40 / 28 / 23 against
 //           324 / 123 / 108 / 64 / 45 / 33
-template <typename T, int N, bool kHalves>
+//   V 8402 / 5538 / 1026 (store_realigned_words): 110-113 / 64-65 / 20-22 against
+//           117-122 / 72-75 / 23-25 through store_realigned
+template <typename T, int N, int kStep>
 struct PaddedDenseRow {
   using Params = SoftmaxArgs<T>;
   static constexpr bool kMasked = false;
   static constexpr bool kElementStores = false;
   static constexpr bool kRealign = true;
-  static constexpr bool kHalfShifts = kHalves;
+  static constexpr int kShiftStep = kStep;
   const T* x;
   int64_t cols;
 
@@ -168,7 +171,7 @@ struct PaddedDenseRow {
     if (col + N > cols) {  // the row's last vector: padding past its end
 #pragma unroll
       for (int i = 0; i < N; ++i) {
-        if (kHalves ? i >= N / 2 : col + i >= cols) values[i] = -__builtin_huge_valf();
+        if (kStep == N / 2 ? i >= N / 2 : col + i >= cols) values[i] = -__builtin_huge_valf();
       }
     }
   }
@@ -413,6 +416,94 @@ OASR_DEVICE void store_realigned_halves(T* out_row, int lane, int cols,
   }
 }
 
+// One lane's vector w (column col) of a row of 16-bit values stored into out_row kQ 32-bit words
+// before a 16-byte boundary (store_realigned_words, below). Each lane stores one aligned vector:
+// for kQ 1 and 2 its words from kQ on and the next lane's first kQ (shuffles down), a warp's first
+// lane also its own first kQ; for kQ 3 the previous lane's last word and its own first three (one
+// shuffle up), a warp's first lane its own three alone and its last lane its last word. The row's
+// end goes word by word (cols is even). Every lane of the warp calls this.
+template <int kQ, typename T>
+OASR_DEVICE void store_word_shifted(T* out_row, int col, int cols, const uint32_t (&w)[4]) {
+  const int warp_lane = threadIdx.x % kWarpSize;
+  uint32_t* out_words = reinterpret_cast<uint32_t*>(out_row);  // word i: values 2 i, 2 i + 1
+  const auto word_store = [&](int c, uint32_t word) {
+    if (c < cols) out_words[c / 2] = word;
+  };
+  const auto vec_store = [&](int c, uint32_t a, uint32_t b, uint32_t d, uint32_t e) {
+    *reinterpret_cast<uint4*>(out_row + c) = make_uint4(a, b, d, e);
+  };
+  constexpr int N = 8;
+  if constexpr (kQ == 0) {
+    if (col + N <= cols) {
+      vec_store(col, w[0], w[1], w[2], w[3]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) word_store(col + 2 * k, w[k]);
+    }
+  } else if constexpr (kQ == 3) {
+    const uint32_t prev_last = __shfl_up_sync(0xffffffffu, w[3], 1);
+    if (warp_lane != 0 && col + 6 <= cols) {
+      vec_store(col - 2, prev_last, w[0], w[1], w[2]);
+    } else {
+      if (warp_lane != 0) word_store(col - 2, prev_last);
+#pragma unroll
+      for (int k = 0; k < 3; ++k) word_store(col + 2 * k, w[k]);
+    }
+    if (warp_lane == kWarpSize - 1) word_store(col + 6, w[3]);
+  } else {
+    uint32_t next[kQ];
+#pragma unroll
+    for (int k = 0; k < kQ; ++k) next[k] = __shfl_down_sync(0xffffffffu, w[k], 1);
+    if (warp_lane == 0) {
+#pragma unroll
+      for (int k = 0; k < kQ; ++k) word_store(col + 2 * k, w[k]);
+    }
+    if (warp_lane != kWarpSize - 1 && col + N + 2 * kQ <= cols) {
+      if constexpr (kQ == 1) vec_store(col + 2, w[1], w[2], w[3], next[0]);
+      if constexpr (kQ == 2) vec_store(col + 4, w[2], w[3], next[0], next[1]);
+    } else {
+#pragma unroll
+      for (int k = kQ; k < 4; ++k) word_store(col + 2 * k, w[k]);
+      if (warp_lane != kWarpSize - 1) {
+#pragma unroll
+        for (int k = 0; k < kQ; ++k) word_store(col + N + 2 * k, next[k]);
+      }
+    }
+  }
+}
+
+// A row of an even number of 16-bit values held by a warp or more (vector j of lane l is column
+// (j G + l) N) into out_row, which starts on a 32-bit word: V = 2 or 6 mod 8, where rows start 0,
+// 1, 2 or 3 words before a 16-byte boundary (or any even V into an out on 4 bytes). The stores
+// stay 16 bytes wide with one or two shuffles a vector (store_word_shifted); store_realigned's
+// byte permutes took four. The row's offset is the same for the whole row, so the switch does
+// not diverge; it sits inside the loop so that a vector's words live only through its stores
+// (with the switch outside, 52 registers at 512 threads and 3 vectors; inside, 44, held to 40
+// without spills by softmax_realigned_rows_kernel). H200, 8000 rows: 6-13% faster than
+// store_realigned at V 8402, 8406, 5538 and 1026 (110-113 us at V 8402, where the halves take
+// V 8404's rows in 83-86: what the other 25 us are was not measured).
+template <typename T, int N, int kGroupThreads, int kVecs>
+OASR_DEVICE void store_realigned_words(T* out_row, int lane, int cols,
+                                       const float (&values)[kVecs][N]) {
+  static_assert(kGroupThreads % kWarpSize == 0, "rows of whole warps");
+  static_assert(sizeof(T) == 2 && N == 8, "16-byte vectors of 16-bit values");
+  const int words_before = int((N - reinterpret_cast<uintptr_t>(out_row) / sizeof(T) % N) % N) / 2;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int col = (j * kGroupThreads + lane) * N;  // < 512 * kSoftmaxRegFloats
+    Vec<T, N> v;
+    v.from_float(values[j]);
+    uint32_t w[4];
+    memcpy(w, &v, sizeof(w));
+    switch (words_before) {
+      case 0: store_word_shifted<0>(out_row, col, cols, w); break;
+      case 1: store_word_shifted<1>(out_row, col, cols, w); break;
+      case 2: store_word_shifted<2>(out_row, col, cols, w); break;
+      default: store_word_shifted<3>(out_row, col, cols, w); break;
+    }
+  }
+}
+
 // The 16-byte vector of out that starts 2 kQ + odd values into a lane's vector: its values from
 // there and the next lane's before it. words: the lane's 4 words, then the next lane's.
 template <int kQ>
@@ -578,8 +669,10 @@ OASR_DEVICE void softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Para
         }
       }
       // cols <= 512 * kSoftmaxRegFloats (launch_softmax_padded)
-      if constexpr (Row::kHalfShifts) {
+      if constexpr (Row::kShiftStep == N / 2) {
         store_realigned_halves<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
+      } else if constexpr (Row::kShiftStep == 2) {
+        store_realigned_words<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
       } else {
         store_realigned<T, N, kGroupThreads, kVecs>(out_row, lane, int(dst.cols), values);
       }
@@ -609,7 +702,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 // Realigned rows (Row::kRealign) of up to 3 vectors a thread are held to 40 registers, the
 // occupancy of DenseRow's kernels (48 warps an SM): store_realigned's shuffled words took them
 // to 44, two 512-thread blocks an SM instead of three. H200, 8000 rows: V 10001 158 -> 132 us
-// (V 8402: 138 -> 116) with 24 bytes spilled, the rest within 2%.
+// (V 8402: 138 -> 116) with 24 bytes spilled, the rest within 2%. store_realigned_words' rows
+// also take 44 and fit 40 without a spill; the halves' take 40 as they are.
 template <int kVecs, int kBlockThreads>
 constexpr int realigned_rows_min_blocks() {
   return kVecs <= 3 ? 48 * kWarpSize / kBlockThreads : 1;
@@ -866,7 +960,7 @@ cudaError_t launch_softmax_rows(const SoftmaxDst<T>& dst, const typename Row::Pa
   const dim3 grid(static_cast<unsigned>(tiles));
   if constexpr (Row::kRealign) {  // only log_softmax's (gemm_log_softmax) rows are realigned
     if (!dst.log_output) return cudaErrorNotSupported;
-    if constexpr (Row::kHalfShifts) {  // 40 registers as it is
+    if constexpr (Row::kShiftStep == N / 2) {  // 40 registers as it is
       softmax_rows_kernel<Row, T, N, kGroupThreads, kVecs, kBlockThreads, true>
           <<<grid, kBlockThreads, 0, stream>>>(dst, src);
     } else {
@@ -1027,9 +1121,12 @@ cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols
   if (!realigned) return launch_softmax(a, stream);
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
   if (a.cols % N == N / 2 && is_vec_aligned<T, N / 2>(a.out)) {
-    return launch_softmax_warp_rows<PaddedDenseRow<T, N, true>, T, N, 1>(dst, a, vecs, stream);
+    return launch_softmax_warp_rows<PaddedDenseRow<T, N, N / 2>, T, N, 1>(dst, a, vecs, stream);
   }
-  return launch_softmax_warp_rows<PaddedDenseRow<T, N, false>, T, N, 1>(dst, a, vecs, stream);
+  if (a.cols % 2 == 0 && is_vec_aligned<T, 2>(a.out)) {
+    return launch_softmax_warp_rows<PaddedDenseRow<T, N, 2>, T, N, 1>(dst, a, vecs, stream);
+  }
+  return launch_softmax_warp_rows<PaddedDenseRow<T, N, 1>, T, N, 1>(dst, a, vecs, stream);
 }
 
 // Whether MaskedPairRow reads these operands: each present one unit-strided over Tk (an absent
