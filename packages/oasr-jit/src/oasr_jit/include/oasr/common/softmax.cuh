@@ -149,7 +149,7 @@ struct DenseRow {
 //   V 1028  18.2; store_realigned: 21.2
 //   V 10001 / 5001 / 4233 / 3001 / 2047 / 1025: 132 / 68 / 61 / 40 / 28 / 23 against
 //           324 / 123 / 108 / 64 / 45 / 33
-//   V 8402 / 5538 / 1026 (store_realigned_words): 110-113 / 64-65 / 20-22 against
+//   V 8402 / 5538 / 1026 (store_realigned_words): 108 / 62-63 / 19-20 against
 //           117-122 / 72-75 / 23-25 through store_realigned
 template <typename T, int N, int kStep>
 struct PaddedDenseRow {
@@ -417,13 +417,14 @@ OASR_DEVICE void store_realigned_halves(T* out_row, int lane, int cols,
 }
 
 // One lane's vector w (column col) of a row of 16-bit values stored into out_row kQ 32-bit words
-// before a 16-byte boundary (store_realigned_words, below). Each lane stores one aligned vector:
-// for kQ 1 and 2 its words from kQ on and the next lane's first kQ (shuffles down), a warp's first
-// lane also its own first kQ; for kQ 3 the previous lane's last word and its own first three (one
-// shuffle up), a warp's first lane its own three alone and its last lane its last word. The row's
-// end goes word by word (cols is even). Every lane of the warp calls this.
+// before a 16-byte boundary (store_realigned_words, below), given the next lane's first two words
+// and the previous lane's last. Each lane stores one aligned vector: for kQ 1 and 2 its words
+// from kQ on and the next lane's first kQ, a warp's first lane also its own first kQ; for kQ 3
+// the previous lane's last word and its own first three, a warp's first lane its own three
+// alone and its last lane its last word. The row's end goes word by word (cols is even).
 template <int kQ, typename T>
-OASR_DEVICE void store_word_shifted(T* out_row, int col, int cols, const uint32_t (&w)[4]) {
+OASR_DEVICE void store_word_shifted(T* out_row, int col, int cols, const uint32_t (&w)[4],
+                                    const uint32_t (&next)[2], uint32_t prev_last) {
   const int warp_lane = threadIdx.x % kWarpSize;
   uint32_t* out_words = reinterpret_cast<uint32_t*>(out_row);  // word i: values 2 i, 2 i + 1
   const auto word_store = [&](int c, uint32_t word) {
@@ -441,7 +442,6 @@ OASR_DEVICE void store_word_shifted(T* out_row, int col, int cols, const uint32_
       for (int k = 0; k < 4; ++k) word_store(col + 2 * k, w[k]);
     }
   } else if constexpr (kQ == 3) {
-    const uint32_t prev_last = __shfl_up_sync(0xffffffffu, w[3], 1);
     if (warp_lane != 0 && col + 6 <= cols) {
       vec_store(col - 2, prev_last, w[0], w[1], w[2]);
     } else {
@@ -451,9 +451,6 @@ OASR_DEVICE void store_word_shifted(T* out_row, int col, int cols, const uint32_
     }
     if (warp_lane == kWarpSize - 1) word_store(col + 6, w[3]);
   } else {
-    uint32_t next[kQ];
-#pragma unroll
-    for (int k = 0; k < kQ; ++k) next[k] = __shfl_down_sync(0xffffffffu, w[k], 1);
     if (warp_lane == 0) {
 #pragma unroll
       for (int k = 0; k < kQ; ++k) word_store(col + 2 * k, w[k]);
@@ -475,13 +472,14 @@ OASR_DEVICE void store_word_shifted(T* out_row, int col, int cols, const uint32_
 // A row of an even number of 16-bit values held by a warp or more (vector j of lane l is column
 // (j G + l) N) into out_row, which starts on a 32-bit word: V = 2 or 6 mod 8, where rows start 0,
 // 1, 2 or 3 words before a 16-byte boundary (or any even V into an out on 4 bytes). The stores
-// stay 16 bytes wide with one or two shuffles a vector (store_word_shifted); store_realigned's
-// byte permutes took four. The row's offset is the same for the whole row, so the switch does
-// not diverge; it sits inside the loop so that a vector's words live only through its stores
-// (with the switch outside, 52 registers at 512 threads and 3 vectors; inside, 44, held to 40
-// without spills by softmax_realigned_rows_kernel). H200, 8000 rows: 6-13% faster than
-// store_realigned at V 8402, 8406, 5538 and 1026 (110-113 us at V 8402, where the halves take
-// V 8404's rows in 83-86: what the other 25 us are was not measured).
+// stay 16 bytes wide with three shuffles a vector, the neighbours' words any offset needs
+// (store_word_shifted); store_realigned's byte permutes took four and the whole vector. The
+// row's offset is the same for the whole row, so the switch does not diverge; the shuffles stay
+// outside it, where the compiler need not treat them as divergent (with one or two inside each
+// case: 976 instructions against 848, 1-2% slower on the H200). The switch sits inside the
+// loop so that a vector's words live only through its stores (with it outside, 52 registers at
+// 512 threads and 3 vectors; inside, 44, held to 40 without spills by
+// softmax_realigned_rows_kernel).
 template <typename T, int N, int kGroupThreads, int kVecs>
 OASR_DEVICE void store_realigned_words(T* out_row, int lane, int cols,
                                        const float (&values)[kVecs][N]) {
@@ -495,11 +493,14 @@ OASR_DEVICE void store_realigned_words(T* out_row, int lane, int cols,
     v.from_float(values[j]);
     uint32_t w[4];
     memcpy(w, &v, sizeof(w));
+    const uint32_t next[2] = {__shfl_down_sync(0xffffffffu, w[0], 1),
+                              __shfl_down_sync(0xffffffffu, w[1], 1)};
+    const uint32_t prev_last = __shfl_up_sync(0xffffffffu, w[3], 1);
     switch (words_before) {
-      case 0: store_word_shifted<0>(out_row, col, cols, w); break;
-      case 1: store_word_shifted<1>(out_row, col, cols, w); break;
-      case 2: store_word_shifted<2>(out_row, col, cols, w); break;
-      default: store_word_shifted<3>(out_row, col, cols, w); break;
+      case 0: store_word_shifted<0>(out_row, col, cols, w, next, prev_last); break;
+      case 1: store_word_shifted<1>(out_row, col, cols, w, next, prev_last); break;
+      case 2: store_word_shifted<2>(out_row, col, cols, w, next, prev_last); break;
+      default: store_word_shifted<3>(out_row, col, cols, w, next, prev_last); break;
     }
   }
 }
