@@ -1,9 +1,10 @@
 """gemm_log_softmax's one-kernel head (V <= 512, sm90) on the GPU, taken at every size (the
 speed rule's `HEAD_MIN_ROWS` set to 1): against a float64 reference
-over odd and aligned M, K and V (K from one chunk of 64 to many, V on both sides of a
-warpgroup's 256 columns), with and without a bias, N-D and row-strided A, fp16 and bf16; rows
-bitwise independent of M; the calls it leaves to the two passes; the launcher's refusals. Its
-CUDA-graph capture is test_gemm_log_softmax_gpu.py's (V 500 at 2000 rows)."""
+over odd and aligned M, K and V (K from one chunk of 64 to many, V at both edges of each
+warpgroup layout: one or three of 128 columns, one or two of 256), with and without a bias,
+N-D and row-strided A, fp16 and bf16; rows bitwise independent of M; the calls it leaves to
+the two passes; the launcher's refusals. Its CUDA-graph capture is test_gemm_log_softmax_gpu.py's
+(V 500 at 2000 rows)."""
 
 from __future__ import annotations
 
@@ -52,11 +53,16 @@ def _check(A, B, C, dtype):
         (1, 8, 1),  # one row, one column, K far below one chunk
         (63, 64, 32),  # a character vocabulary
         (64, 256, 500),  # BPE 500, one full CTA
-        (65, 72, 256),  # a second CTA of one row; K past a chunk by 8; warpgroup 1 idle
-        (301, 256, 257),  # warpgroup 1 with one column
+        (65, 72, 256),  # a second CTA of one row; K past a chunk by 8; one warpgroup of 256
+        (301, 256, 257),  # three warpgroups of 128, the third with one column
         (301, 512, 501),  # odd V: the scalar stores
         (1000, 1000, 512),  # the largest vocabulary, K not a multiple of 64
         (4000, 256, 500),
+        # warpgroups of 128 columns where they cover V with fewer columns (V <= 128, 257-384)
+        (129, 136, 333),  # three of them, odd V; a second CTA of one row
+        (192, 8, 384),  # three, every column in use; K of one k16 step
+        (200, 192, 128),  # one of 128, every column in use
+        (77, 64, 129),  # the smallest V on one warpgroup of 256
     ],
 )
 def test_matches_float64(M, K, V, dtype):

@@ -14,7 +14,7 @@
 //   5 bias + Swish as x/2 (1 + tanh.approx(x/2))  11-13 as 10, with 2, 4 or 6 of every 8
 //                                                    reciprocals by Newton (session 24)
 // -DSTRUCT=0 cooperative 256x128, 1 ping-pong 128x128 with a 2x1 cluster, 2 ping-pong 128x128,
-// 3 cooperative 128x256.
+// 3 cooperative 128x256, 4 ping-pong 64x256, 5 ping-pong 64x256 with a 2x1 cluster.
 // Session 18 ran 7 against 8 (H200, fp16): the erfc form is no faster in the epilogue. Ping-pong
 // 128x128: 1286 -> 1261 us at 48000x5120x1280 (1283 -> 1221 with the 2x1 cluster), but 59.5 ->
 // 63.7 us at 8000x2048x256 and 143 -> 155 us at 8000x5000x256; and with it in the package,
@@ -27,6 +27,10 @@
 // 154.9 (round 2: 148.7 / 136.3 / 164.2: this shape moves by 5-8% between runs), Newton 2 of 8
 // 157.7 / 153.2 / 153.6 (ping-pong: 10-18% slower in both rounds, 4 and 6 of 8 likewise). The
 // package took form 10 (the same SASS, same bits as before); the Newton split was not kept.
+// Session 28 ran kinds 1 and 4 on structures 2-5, two rounds (H200, us, round 1): at
+// 8000x2048x256 bias + identity 24.96 / 24.39 / 25.02 / 26.25, Swish 33.53 / 31.14 / 32.86 /
+// 33.92 (structures 2, 3, 4, 5): ping-pong 64x256, alone or with B multicast to a 2x1 cluster,
+// does not hide Swish under the other warpgroup's MMAs any better than 128x128 does; not taken.
 // The five Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
 // the worst error in units of the fp16 spacing at the exact value (what rounding to fp16 sees).
 // Build: see README.md.
@@ -306,10 +310,18 @@ using V = Variant<128, 128, 2, false, kKind>;
 template <int kKind>
 using V = Variant<128, 128, 1, false, kKind>;
 #define NAME "pp 128x128x64 c1x1"
-#else  // what it runs linear + Swish on at 8000 x 2048 x 256
+#elif STRUCT == 3  // what it runs linear + Swish on at 8000 x 2048 x 256
 template <int kKind>
 using V = Variant<128, 256, 1, true, kKind>;
 #define NAME "coop 128x256x64 c1x1"
+#elif STRUCT == 4  // session 28: a consumer warpgroup's epilogue under the other's 64 x 256 MMAs
+template <int kKind>
+using V = Variant<64, 256, 1, false, kKind>;
+#define NAME "pp 64x256x64 c1x1"
+#else  // session 28: the same with B's box multicast to a 2 x 1 cluster (A and B bytes as STRUCT 3)
+template <int kKind>
+using V = Variant<64, 256, 2, false, kKind>;
+#define NAME "pp 64x256x64 c2x1"
 #endif
 
 template <int kForm>

@@ -4,10 +4,11 @@
 // back) moves the [M, V] tensor three times; here it is written once.
 //
 // A CTA owns 64 rows and all (up to 512) columns, so each row's max and sum are complete inside
-// it. Warpgroup g computes columns [256 g, 256 g + 256) with wgmma m64n256k16 (128 fp32
-// accumulators a thread): two warpgroups for V > 256, one below. K streams through three
-// shared-memory stages of 64 (128 bytes of a row: one 128B-swizzle atom), loaded by TMA: A's
-// box 64 x 64, B's boxes of 256 rows; a chunk's MMAs stay in flight while the next chunk's are
+// it. Warpgroup g computes columns [N g, N g + N) with wgmma m64nNk16, N 256 (128 fp32
+// accumulators a thread) or 128 where warpgroups of 128 cover V with fewer columns: one of 128
+// for V <= 128, one of 256 to 256, three of 128 to 384, two of 256 to 512. K streams through
+// three shared-memory stages of 64 (128 bytes of a row: one 128B-swizzle atom), loaded by TMA:
+// A's box 64 x 64, B's boxes of N rows; a chunk's MMAs stay in flight while the next chunk's are
 // issued. TMA zero-fills rows past M or V and K past its end. The epilogue adds the bias (-inf
 // past V), rounds the logits to T (as PyTorch's log_softmax(linear(x)) and the two-pass route
 // see them), reduces each row's max and sum of exp (the quad's lanes by shuffles, the
@@ -19,7 +20,8 @@
 // 14.2, with TMA 12.1 (first load 1.4 µs, wgmma 0.76 µs a K chunk, row reductions 2.0, stores
 // 2.3: 8 MB at DRAM write speed), with three stages, MMAs kept in flight and two fewer
 // instructions an output 10.7 (events; docs/gemm.md, "One kernel for V <= 256,
-// and V <= 512 from 2000 rows").
+// and V <= 512 from 2000 rows"). Session 28: warpgroups of 128 columns where they compute fewer
+// padding columns, 8000 x 33 x 256 7.6 -> 5.8 µs, 8000 x 300 x 256 11.1-11.5 -> 8.5.
 #include <cmath>
 
 #include "head_sm90.cuh"
@@ -32,7 +34,6 @@ namespace {
 
 constexpr int kRows = 64;           // rows per CTA
 constexpr int kCols = 512;          // columns per CTA: the largest V
-constexpr int kGroupCols = 256;     // columns per warpgroup (one wgmma N)
 constexpr int kStages = 3;          // 3 x 72 KB of shared memory
 constexpr int kStageA = kRows * kChunkK;  // elements
 constexpr int kStageB = kCols * kChunkK;
@@ -42,7 +43,7 @@ struct SharedStorage {
   alignas(1024) T a[kStages][kStageA];  // 128B-swizzled: 16-byte piece p of row r at p ^ (r % 8)
   alignas(1024) T b[kStages][kStageB];  // (the layout TMA writes and the descriptors name)
   float bias[kCols];                    // -inf past V: those columns drop out of max and sum
-  float partial[kRows][2];              // a row's max, then sum, per warpgroup
+  float partial[kRows][3];              // a row's max, then sum, per warpgroup (up to three)
   alignas(8) uint64_t full[kStages];    // a stage's TMA bytes have landed
 };
 // the output tile [64][V] is staged in the B stages once the K loop is done
@@ -52,7 +53,7 @@ static_assert(sizeof(SharedStorage<half>::b) >= kRows * kCols * sizeof(half));
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
 #define OASR_HEAD_D32(i) OASR_HEAD_D8(i), OASR_HEAD_D8(i + 8), OASR_HEAD_D8(i + 16), OASR_HEAD_D8(i + 24)
-#define OASR_HEAD_WGMMA(type)                                                                   \
+#define OASR_HEAD_WGMMA256(type)                                                                   \
   asm volatile(                                                                                 \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                             \
       "wgmma.mma_async.sync.aligned.m64n256k16.f32." type "." type " {"                         \
@@ -68,24 +69,41 @@ static_assert(sizeof(SharedStorage<half>::b) >= kRows * kCols * sizeof(half));
       : OASR_HEAD_D32(0), OASR_HEAD_D32(32), OASR_HEAD_D32(64), OASR_HEAD_D32(96)               \
       : "l"(desc_a), "l"(desc_b), "r"(1))
 
-// d (+)= A · Bᵀ for one k16 step, A 64 x 16 and B 256 x 16 from shared memory
-template <typename T>
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a,
-                                                 uint64_t desc_b) {
-  if constexpr (std::is_same_v<T, half>) {
-    OASR_HEAD_WGMMA("f16");
+#define OASR_HEAD_WGMMA128(type)                                                                \
+  asm volatile(                                                                                 \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                              \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." type "." type " {"                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "         \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "       \
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"                                                            \
+      : OASR_HEAD_D32(0), OASR_HEAD_D32(32)                                                     \
+      : "l"(desc_a), "l"(desc_b), "r"(1))
+
+// d (+)= A · Bᵀ for one k16 step, A 64 x 16 and B kN x 16 (kN 128 or 256) from shared memory
+template <typename T, int kN>
+__device__ __forceinline__ void wgmma_k16(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b) {
+  constexpr bool kHalf = std::is_same_v<T, half>;
+  if constexpr (kN == 256 && kHalf) {
+    OASR_HEAD_WGMMA256("f16");
+  } else if constexpr (kN == 256) {
+    OASR_HEAD_WGMMA256("bf16");
+  } else if constexpr (kHalf) {
+    OASR_HEAD_WGMMA128("f16");
   } else {
-    OASR_HEAD_WGMMA("bf16");
+    OASR_HEAD_WGMMA128("bf16");
   }
 }
 
 struct HeadMaps {
   CUtensorMap a;  // A [M, K], box 64 x 64
-  CUtensorMap b;  // B [V, K], box 256 x 64
+  CUtensorMap b;  // B [V, K], box kGroupCols x 64
 };
 
-// kGroups warpgroups: 2 for V > 256, else 1 (a CTA of 128 threads: no columns left idle)
-template <typename T, int kGroups>
+// kGroups warpgroups of kGroupCols columns (wgmma N: 128 or 256): the launcher takes the layout
+// with the fewest columns that cover V, since columns past V cost MMAs and epilogue work alike.
+template <typename T, int kGroups, int kGroupCols>
 __global__ void __launch_bounds__(kGroups * 128, 1)
     log_softmax_head_kernel(const __grid_constant__ HeadMaps maps, const T* __restrict__ bias,
                             T* __restrict__ out, int M, int K, int V) {
@@ -120,9 +138,9 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
 
   // K loop: chunk c's MMAs stay in flight while chunk c + 1's are issued; once chunk c - 1's are
   // done in every warpgroup, its stage is refilled with chunk c - 1 + kStages.
-  float acc[128];
+  float acc[kGroupCols / 2];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kGroupCols / 2; ++i) acc[i] = 0.0f;
   for (int c = 0; c < chunks; ++c) {
     const int stage = c % kStages;
     barrier_wait(&s.full[stage], (c / kStages) & 1);
@@ -131,7 +149,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
     for (int kk = 0; kk < kChunkK / 16; ++kk) {
-      wgmma_m64n256k16<T>(acc, descriptor(sa + kk * 16), descriptor(sb + kk * 16));
+      wgmma_k16<T, kGroupCols>(acc, descriptor(sa + kk * 16), descriptor(sb + kk * 16));
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -143,11 +161,11 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
   // acc[4 j + 2 h + e]: row 16 warp + lane / 4 + 8 h of the CTA, column
-  // 256 group + 8 j + 2 (lane % 4) + e (the m64nNk16 accumulator layout)
+  // kGroupCols group + 8 j + 2 (lane % 4) + e (the m64nNk16 accumulator layout)
   const int col_base = group * kGroupCols + (lane % 4) * 2;
   float row_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-  for (int j = 0; j < 32; ++j) {
+  for (int j = 0; j < kGroupCols / 8; ++j) {
     const float2 b = *reinterpret_cast<const float2*>(&s.bias[col_base + 8 * j]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -161,7 +179,10 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   // a row's max and sum: the quad's lanes, then the warpgroups through shared memory
   auto across_groups = [&](int row, bool is_max) {
     float v = s.partial[row][0];
-    if (kGroups == 2) v = is_max ? fmaxf(v, s.partial[row][1]) : v + s.partial[row][1];
+#pragma unroll
+    for (int g = 1; g < kGroups; ++g) {
+      v = is_max ? fmaxf(v, s.partial[row][g]) : v + s.partial[row][g];
+    }
     return v;
   };
   constexpr float kLog2e = 1.4426950408889634f;
@@ -178,7 +199,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
     row_max[h] = across_groups(16 * warp + lane / 4 + 8 * h, true);
     const float shift = row_max[h] * kLog2e;  // exp(x - max) = 2^(x log2(e) - max log2(e))
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < kGroupCols / 8; ++j) {
       row_sum[h] += oasr::softmax_exp2(fmaf(acc[4 * j + 2 * h], kLog2e, -shift)) +
                     oasr::softmax_exp2(fmaf(acc[4 * j + 2 * h + 1], kLog2e, -shift));
     }
@@ -201,7 +222,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
     const float shift = row_max[h] + __logf(across_groups(row, false));
     T* tile_row = tile + row * V;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < kGroupCols / 8; ++j) {
       const int col = col_base + 8 * j;
       const T y0 = from_float<T>(acc[4 * j + 2 * h] - shift);
       const T y1 = from_float<T>(acc[4 * j + 2 * h + 1] - shift);
@@ -224,15 +245,15 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
 #endif
 }
 
-template <typename T, int kGroups>
+template <typename T, int kGroups, int kGroupCols>
 void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, int64_t K, int64_t V,
             const DeviceScope& scope) {
   const int smem_bytes = int(sizeof(SharedStorage<T>)) + 1024;  // + the 1024-byte alignment
   static std::atomic<uint64_t> opted_in{0};  // per device
-  opt_in_shared_memory(log_softmax_head_kernel<T, kGroups>, smem_bytes, scope.device_id(),
-                       opted_in, "the one-kernel head");
+  auto kernel = log_softmax_head_kernel<T, kGroups, kGroupCols>;
+  opt_in_shared_memory(kernel, smem_bytes, scope.device_id(), opted_in, "the one-kernel head");
   const dim3 grid(unsigned((M + kRows - 1) / kRows));
-  log_softmax_head_kernel<T, kGroups><<<grid, kGroups * 128, smem_bytes, scope.stream()>>>(
+  kernel<<<grid, kGroups * 128, smem_bytes, scope.stream()>>>(
       maps, static_cast<const T*>(bias), reinterpret_cast<T*>(data_bytes(out)), int(M), int(K),
       int(V));
   OASR_CHECK_LAUNCH("the one-kernel head");
@@ -250,14 +271,20 @@ void log_softmax_head_sm90(TensorView out, TensorView a, TensorView b, OptionalT
                               << V << "; larger vocabularies take the two-pass route";
   }
   if (M == 0) return;
+  // warpgroups of 128 columns where they cover V with fewer columns than those of 256
+  const int group_cols = V <= 128 || (V > 256 && V <= 384) ? 128 : 256;
   const HeadMaps maps{
       k_major_map(data_bytes(a), a.dtype(), M, K, a.size(0) > 1 ? a.stride(0) : K, kRows, "A"),
-      k_major_map(data_bytes(b), b.dtype(), V, K, K, kGroupCols, "B")};
+      k_major_map(data_bytes(b), b.dtype(), V, K, K, unsigned(group_cols), "B")};
   OASR_DISPATCH_HALF_DTYPE(out.dtype(), "out", T, [&] {
-    if (V > kGroupCols) {
-      launch<T, 2>(maps, bias_ptr, out, M, K, V, scope);
+    if (V <= 128) {
+      launch<T, 1, 128>(maps, bias_ptr, out, M, K, V, scope);
+    } else if (V <= 256) {
+      launch<T, 1, 256>(maps, bias_ptr, out, M, K, V, scope);
+    } else if (V <= 384) {
+      launch<T, 3, 128>(maps, bias_ptr, out, M, K, V, scope);
     } else {
-      launch<T, 1>(maps, bias_ptr, out, M, K, V, scope);
+      launch<T, 2, 256>(maps, bias_ptr, out, M, K, V, scope);
     }
   });
 }
