@@ -61,33 +61,6 @@ struct Layout {
   __host__ __device__ size_t bytes() const { return barrier_offset() + (1 + 2 * stages) * 8; }
 };
 
-#define OASR_CLUSTER_D8(i) \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-      "+f"(d[i + 6]), "+f"(d[i + 7])
-#define OASR_CLUSTER_WGMMA(type)                                                                \
-  asm volatile(                                                                                 \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                              \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." type "." type " {"                         \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "         \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "       \
-      "%64, %65, p, 1, 1, 0, 0;\n}\n"                                                           \
-      : OASR_CLUSTER_D8(0), OASR_CLUSTER_D8(8), OASR_CLUSTER_D8(16), OASR_CLUSTER_D8(24),       \
-        OASR_CLUSTER_D8(32), OASR_CLUSTER_D8(40), OASR_CLUSTER_D8(48), OASR_CLUSTER_D8(56)      \
-      : "l"(desc_a), "l"(desc_b), "r"(1))
-
-// d (+)= A · Bᵀ for one k16 step, A 64 x 16 and B 128 x 16 from shared memory
-template <typename T>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a,
-                                                 uint64_t desc_b) {
-  if constexpr (std::is_same_v<T, half>) {
-    OASR_CLUSTER_WGMMA("f16");
-  } else {
-    OASR_CLUSTER_WGMMA("bf16");
-  }
-}
-
 // (max, sum of exp(x - max)) of two parts; -inf maxima (no finite value yet) add nothing
 __device__ __forceinline__ float2 merge_stats(float2 a, float2 b) {
   const float m = fmaxf(a.x, b.x);
@@ -215,7 +188,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < kChunkK / 16; ++kk) {
-          wgmma_m64n128k16<T>(acc, descriptor(sa + kk * 16), descriptor(sb + kk * 16));
+          wgmma_k16<T, 128>(acc, descriptor(sa + kk * 16), descriptor(sb + kk * 16));
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         if (q == layout.k_chunks - 1 && j + 1 < chunks) pass_turn(group);
