@@ -26,7 +26,16 @@ from oasr_gemm.bench import check_head
 from oasr_jit.bench import Case, measure
 
 ROWS = (64, 301, 1000, 2000, 8000, 32000)
-VOCAB_K = ((500, 256), (500, 512), (33, 256), (255, 256), (511, 512), (500, 1024))
+VOCAB_K = (
+    (500, 256),
+    (500, 512),
+    (33, 256),
+    (255, 256),
+    (511, 512),
+    (500, 1024),
+    (301, 256),
+    (383, 256),
+)
 CLUSTER_ROWS = (1000, 2000, 4000, 8000, 16000, 32000)
 CLUSTER_VOCAB_K = ((1025, 256), (2047, 256), (3001, 256), (5000, 256), (1025, 512), (2047, 512))
 
@@ -73,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     # the kernel wherever it can run: the sweep measures where it wins (the rules in
     # oasr_gemm.head come from these tables)
-    head.HEAD_MIN_ROWS = 1
+    head.HEAD_MIN_ROWS = head.HEAD_MIN_ROWS_ODD_VOCAB = 1
     head.cluster_head_wins = lambda M, V, K: True
     grid = (
         [(M, V, K) for V, K in CLUSTER_VOCAB_K for M in CLUSTER_ROWS]

@@ -129,7 +129,10 @@ def test_the_one_kernel_head_takes_small_vocabularies_on_sm90(monkeypatch):
     assert runs_one_kernel(rows, wide, None, None)
     assert not runs_one_kernel(rows[1:], wide, None, None)
     assert runs_one_kernel(rows[1:], wide[:256], None, None)
-    assert not runs_one_kernel(rows[1:], wide[:257], None, None)
+    assert not runs_one_kernel(rows[1:], wide[:258], None, None)  # an even V > 256
+    odd_rows = head.HEAD_MIN_ROWS_ODD_VOCAB  # an odd V > 256: cuBLAS is slow at an odd N
+    assert runs_one_kernel(rows[:odd_rows], wide[:257], None, None)
+    assert not runs_one_kernel(rows[: odd_rows - 1], wide[:257], None, None)
     # the rest of the rule on small shapes
     monkeypatch.setattr(head, "HEAD_MIN_ROWS", 1)
     assert runs_one_kernel(A, B, C, None)

@@ -1,5 +1,5 @@
 """gemm_log_softmax's one-kernel head (V <= 512, sm90) on the GPU, taken at every size (the
-speed rule's `HEAD_MIN_ROWS` set to 1): against a float64 reference
+speed rule's row bars set to 1): against a float64 reference
 over odd and aligned M, K and V (K from one chunk of 64 to many, V at both edges of each
 warpgroup layout: one or three of 128 columns, one or two of 256), with and without a bias,
 N-D and row-strided A, fp16 and bf16; rows bitwise independent of M; the calls it leaves to
@@ -34,6 +34,7 @@ DTYPES = [torch.float16, torch.bfloat16]
 def one_kernel_for_small_calls(monkeypatch):
     """The kernel at every M and V it can take, not only where it is the faster route."""
     monkeypatch.setattr(head, "HEAD_MIN_ROWS", 1)
+    monkeypatch.setattr(head, "HEAD_MIN_ROWS_ODD_VOCAB", 1)
 
 
 def _check(A, B, C, dtype):
@@ -135,3 +136,7 @@ def test_the_speed_rule_routes_small_calls_to_the_two_passes(monkeypatch):
     assert head.runs_one_kernel(A, B, C, None)
     assert not head.runs_one_kernel(A[1:], B, C, None)  # V 500 under 2000 rows
     assert head.runs_one_kernel(A[:64], B[:256], C[:256], None)  # V 256: any M
+    odd = A[: head.HEAD_MIN_ROWS_ODD_VOCAB]  # an odd V > 256 from fewer rows
+    assert head.runs_one_kernel(odd, B[:301], C[:301], None)
+    assert not head.runs_one_kernel(odd[1:], B[:301], C[:301], None)
+    _check(odd, B[:301], C[:301], torch.float16)  # and the call is right

@@ -49,13 +49,16 @@ from .gemm import _check_tma, _gemm, _rows, check_gemm_args, require_cuda
 
 #: The one-kernel head's largest vocabulary: a CTA keeps 64 rows x 512 fp32 logits in registers.
 HEAD_MAX_VOCAB = 512
-#: With V > 256 (a CTA of two warpgroups) it takes a call from this many rows (M) on; below, the
-#: two passes are as fast or faster: one CTA's chain (TMA, the K loop, the row reductions, the
-#: stores) is 8-16 µs however few its rows. V <= 256 (one warpgroup) wins at every M measured.
-#: H200, fp16, against the two passes (benchmarks/log_softmax_head.py): V 500 0.67-0.85x at
-#: 64-301 rows, 0.94-1.05x at 1000, 1.11-1.35x at 2000, 1.8-2.3x at 8000-32000; V 33 and 255
-#: 1.05-3.0x from 64 rows; docs/gemm.md.
+#: With an even V > 256 it takes a call from this many rows (M) on; below, the two passes are as
+#: fast or faster: one CTA's chain (TMA, the K loop, the row reductions, the stores) is 8-16 µs
+#: however few its rows. V <= 256 wins at every M measured. H200, fp16, against the two passes
+#: (benchmarks/log_softmax_head.py): V 500 0.64-0.85x at 64-301 rows, 0.92-1.05x at 1000,
+#: 1.08-1.35x at 2000, 1.7-2.3x at 8000-32000; V 33 and 255 0.89-3.0x from 64 rows; docs/gemm.md.
 HEAD_MIN_ROWS = 2000
+#: An odd V > 256 from this many rows: cuBLAS is slow at an odd N, so the head wins from far fewer
+#: (session 28, fp16, against the two passes at 301 rows: V 301 1.30x, 383 1.05x, 511 at K 512
+#: 1.01x; at 64 rows 1.05x, 0.87x, 0.84x).
+HEAD_MIN_ROWS_ODD_VOCAB = 300
 
 #: The cluster head (``csrc/log_softmax_cluster_sm90.cu``) spreads a row block's vocabulary over
 #: a cluster of up to 16 CTAs, each holding its slice of the logits in shared memory beside A's
@@ -111,11 +114,13 @@ def runs_one_kernel(
     A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None, out: torch.Tensor | None
 ) -> bool:
     """Whether the one-kernel head takes this call: V <= `HEAD_MAX_VOCAB` (from
-    `HEAD_MIN_ROWS` rows when V > 256) and the operands `_fused_operands` names."""
+    `HEAD_MIN_ROWS` rows when V > 256, `HEAD_MIN_ROWS_ODD_VOCAB` when V is also odd) and the
+    operands `_fused_operands` names."""
     V = B.shape[0]
     if not 0 < V <= HEAD_MAX_VOCAB:
         return False
-    if V > 256 and math.prod(A.shape[:-1]) < HEAD_MIN_ROWS:
+    min_rows = HEAD_MIN_ROWS_ODD_VOCAB if V % 2 else HEAD_MIN_ROWS
+    if V > 256 and math.prod(A.shape[:-1]) < min_rows:
         return False
     return _fused_operands(A, B, C, out)
 
