@@ -64,6 +64,9 @@ def _check(A, B, C, dtype):
         (192, 8, 384),  # three, every column in use; K of one k16 step
         (200, 192, 128),  # one of 128, every column in use
         (77, 64, 129),  # the smallest V on one warpgroup of 256
+        # V a multiple of 16: staged rows padded to V + 8 elements (two 16-byte pieces at V 16)
+        (97, 64, 16),
+        (130, 128, 448),
     ],
 )
 def test_matches_float64(M, K, V, dtype):

@@ -21,7 +21,8 @@
 // 2.3: 8 MB at DRAM write speed), with three stages, MMAs kept in flight and two fewer
 // instructions an output 10.7 (events; docs/gemm.md, "One kernel for V <= 256,
 // and V <= 512 from 2000 rows"). Session 28: warpgroups of 128 columns where they compute fewer
-// padding columns, 8000 x 33 x 256 7.6 -> 5.8 µs, 8000 x 300 x 256 11.1-11.5 -> 8.5.
+// padding columns, 8000 x 33 x 256 7.6 -> 5.8 µs, 8000 x 300 x 256 11.1-11.5 -> 8.5. Session 29:
+// staged rows padded for V a multiple of 16 (no bank conflicts), 8000 x 512 x 256 11.6 -> 10.1 µs.
 #include <cmath>
 
 #include "head_sm90.cuh"
@@ -166,14 +167,19 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   }
   __syncthreads();
 
-  // x - max - log(sum), staged as out's rows are laid out: the CTA's rows are one contiguous
-  // span of out, copied below with 16-byte stores. The K loop is done with the B stages.
+  // x - max - log(sum), staged in rows of `stride` elements, then copied out with 16-byte stores.
+  // A warp's pair store covers 8 rows of 4 lanes; rows of V elements put all 8 in the same banks
+  // when V is a multiple of 64 (8-way; 4-way at 32 mod 64, 2-way at 16 mod 32). For V a multiple of 16 the rows are
+  // padded by 8 elements: stride / 2 = 4 (mod 8) words puts the 8 rows in distinct bank quads,
+  // and rows stay on 16 bytes here and in out. Other V keep out's layout, where the CTA's rows
+  // are one contiguous span. The K loop is done with the B stages.
+  const int stride = V % 16 == 0 ? V + 8 : V;
   T* tile = s.b[0];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = 16 * warp + lane / 4 + 8 * h;
     const float shift = row_max[h] + __logf(across_groups(row, false));
-    T* tile_row = tile + row * V;
+    T* tile_row = tile + row * stride;
 #pragma unroll
     for (int j = 0; j < kGroupCols / 8; ++j) {
       const int col = col_base + 8 * j;
@@ -189,12 +195,22 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   }
   __syncthreads();
   // out + m0 V is 16-byte aligned (the launcher checks out; 64 V elements are 128 V bytes)
-  const unsigned count = unsigned(min(kRows, M - m0)) * unsigned(V);
+  const unsigned rows = unsigned(min(kRows, M - m0));
   T* dst = out + size_t(m0) * V;
-  for (unsigned i = threadIdx.x * 8; i + 8 <= count; i += kThreads * 8) {
-    *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(tile + i);
+  if (stride == V) {
+    const unsigned count = rows * unsigned(V);
+    for (unsigned i = threadIdx.x * 8; i + 8 <= count; i += kThreads * 8) {
+      *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(tile + i);
+    }
+    for (unsigned i = (count & ~7u) + threadIdx.x; i < count; i += kThreads) dst[i] = tile[i];
+  } else {
+    // out piece i (16 bytes) is piece p = i - r V / 8 of row r: staged at r (V + 8) + 8 p
+    const unsigned pieces = unsigned(V) / 8;  // a row's
+    for (unsigned i = threadIdx.x; i < rows * pieces; i += kThreads) {
+      const unsigned r = i / pieces;
+      *reinterpret_cast<uint4*>(dst + 8 * i) = *reinterpret_cast<const uint4*>(tile + 8 * (i + r));
+    }
   }
-  for (unsigned i = (count & ~7u) + threadIdx.x; i < count; i += kThreads) dst[i] = tile[i];
 #endif
 }
 
