@@ -64,9 +64,14 @@ def _check(A, B, C, dtype):
         (192, 8, 384),  # three, every column in use; K of one k16 step
         (200, 192, 128),  # one of 128, every column in use
         (77, 64, 129),  # the smallest V on one warpgroup of 256
-        # V a multiple of 16: staged rows padded to V + 8 elements (two 16-byte pieces at V 16)
+        # staged rows padded to V + 8 at V a multiple of 16 (two 16-byte pieces a row at V 16)
         (97, 64, 16),
         (130, 128, 448),
+        (3, 64, 9),  # not padded: out's rows, one span, each row at another offset of 16 bytes
+        # padded for odd V next to a multiple of 64 past 256, copied a row a warp, realigned
+        (1001, 72, 385),  # (so is V 257 above)
+        (77, 64, 319),
+        (130, 256, 511),
     ],
 )
 def test_matches_float64(M, K, V, dtype):

@@ -55,6 +55,27 @@ struct HeadMaps {
   CUtensorMap b;  // B [V, K], box kGroupCols x 64
 };
 
+// Out row elements [kHead + 8 v, kHead + 8 v + 8) for v < vectors, from a staged row `src` (on
+// 16 bytes) to `dst` (dst + kHead on 16 bytes): each vector is the window at element kHead of two
+// staged vectors, whole words for an even kHead, byte permutes for an odd one.
+template <int kHead, typename T>
+__device__ __forceinline__ void copy_realigned(T* dst, const T* src, int vectors, int lane) {
+  const uint4* from = reinterpret_cast<const uint4*>(src);
+  uint4* to = reinterpret_cast<uint4*>(dst + kHead);
+  for (int v = lane; v < vectors; v += 32) {
+    const uint4 lo = from[v];
+    const uint4 hi = kHead == 0 ? lo : from[v + 1];  // inside the row's stride
+    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    constexpr int q = kHead / 2;
+    uint32_t o[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      o[k] = kHead % 2 ? __byte_perm(w[q + k], w[q + k + 1], 0x5432) : w[q + k];
+    }
+    to[v] = make_uint4(o[0], o[1], o[2], o[3]);
+  }
+}
+
 // kGroups warpgroups of kGroupCols columns (wgmma N: 128 or 256): the launcher takes the layout
 // with the fewest columns that cover V, since columns past V cost MMAs and epilogue work alike.
 template <typename T, int kGroups, int kGroupCols>
@@ -168,12 +189,15 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   __syncthreads();
 
   // x - max - log(sum), staged in rows of `stride` elements, then copied out with 16-byte stores.
-  // A warp's pair store covers 8 rows of 4 lanes; rows of V elements put all 8 in the same banks
-  // when V is a multiple of 64 (8-way; 4-way at 32 mod 64, 2-way at 16 mod 32). For V a multiple of 16 the rows are
-  // padded by 8 elements: stride / 2 = 4 (mod 8) words puts the 8 rows in distinct bank quads,
-  // and rows stay on 16 bytes here and in out. Other V keep out's layout, where the CTA's rows
-  // are one contiguous span. The K loop is done with the B stages.
-  const int stride = V % 16 == 0 ? V + 8 : V;
+  // A warp's pair store covers 8 rows of 4 lanes. Rows of V elements put all 8 in the same banks
+  // at V a multiple of 64 and at odd V next to one (8-way; 4-way at V 32 mod 64, 2-way at most
+  // other V). Rows of stride = 8 (mod 16) elements fall in distinct bank quads (stride / 2 = 4
+  // mod 8 words), and an odd V gets a padding column for whole-pair stores. Padded: V a multiple
+  // of 16 (rows stay on 16 bytes, copied as pieces) and, past 256, odd V next to a multiple of 64
+  // (copied a row a warp, realigned: slower than the span's copy, which other V keep, but the
+  // 8-way stores cost more on 2-3 warpgroups; session 29). The K loop is done with the B stages.
+  const bool pad_odd = kGroups > 1 && V > 256 && (V % 64 == 1 || V % 64 == 63);
+  const int stride = V % 16 == 0 || pad_odd ? V + ((8 - V) & 15) : V;
   T* tile = s.b[0];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -185,7 +209,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
       const int col = col_base + 8 * j;
       const T y0 = from_float<T>(acc[4 * j + 2 * h] - shift);
       const T y1 = from_float<T>(acc[4 * j + 2 * h + 1] - shift);
-      if (V % 2 == 0) {  // the pair is 4-byte aligned: one store
+      if (V % 2 == 0 || pad_odd) {  // the pair is 4-byte aligned: one store
         if (col < V) *reinterpret_cast<Pair<T>*>(tile_row + col) = Pair<T>{y0, y1};
       } else {
         if (col < V) tile_row[col] = y0;
@@ -197,18 +221,39 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   // out + m0 V is 16-byte aligned (the launcher checks out; 64 V elements are 128 V bytes)
   const unsigned rows = unsigned(min(kRows, M - m0));
   T* dst = out + size_t(m0) * V;
-  if (stride == V) {
+  if (stride == V) {  // the CTA's rows are one contiguous span of out
     const unsigned count = rows * unsigned(V);
     for (unsigned i = threadIdx.x * 8; i + 8 <= count; i += kThreads * 8) {
       *reinterpret_cast<uint4*>(dst + i) = *reinterpret_cast<const uint4*>(tile + i);
     }
     for (unsigned i = (count & ~7u) + threadIdx.x; i < count; i += kThreads) dst[i] = tile[i];
-  } else {
+  } else if (!pad_odd) {  // V a multiple of 16
     // out piece i (16 bytes) is piece p = i - r V / 8 of row r: staged at r (V + 8) + 8 p
     const unsigned pieces = unsigned(V) / 8;  // a row's
     for (unsigned i = threadIdx.x; i < rows * pieces; i += kThreads) {
       const unsigned r = i / pieces;
       *reinterpret_cast<uint4*>(dst + 8 * i) = *reinterpret_cast<const uint4*>(tile + 8 * (i + r));
+    }
+  } else {
+    // a warp copies whole rows: the elements before the out row's first 16-byte boundary, then
+    // 16-byte vectors realigned from the staged row (which starts on 16 bytes), then the rest
+    for (unsigned r = threadIdx.x / 32; r < rows; r += kThreads / 32) {
+      T* dst_row = dst + size_t(r) * V;
+      const T* src = tile + r * stride;
+      const int head = (8 - int((r * unsigned(V)) % 8)) % 8;  // V > 256: head < V
+      const int vectors = (V - head) / 8;
+      if (lane < head) dst_row[lane] = src[lane];
+      switch (head) {  // warp-uniform
+        case 0: copy_realigned<0>(dst_row, src, vectors, lane); break;
+        case 1: copy_realigned<1>(dst_row, src, vectors, lane); break;
+        case 2: copy_realigned<2>(dst_row, src, vectors, lane); break;
+        case 3: copy_realigned<3>(dst_row, src, vectors, lane); break;
+        case 4: copy_realigned<4>(dst_row, src, vectors, lane); break;
+        case 5: copy_realigned<5>(dst_row, src, vectors, lane); break;
+        case 6: copy_realigned<6>(dst_row, src, vectors, lane); break;
+        default: copy_realigned<7>(dst_row, src, vectors, lane); break;
+      }
+      for (int c = head + 8 * vectors + lane; c < V; c += 32) dst_row[c] = src[c];
     }
   }
 #endif
