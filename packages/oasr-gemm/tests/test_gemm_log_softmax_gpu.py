@@ -65,6 +65,19 @@ def test_nd_input_matrix_c_and_no_c(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [257, 383, 511])
+def test_odd_vocabularies_under_the_head_bar(V, dtype):
+    """An odd V in 257-511 under HEAD_MIN_ROWS_ODD_VOCAB rows: cuBLAS, then the row pass over
+    the unpadded logits (in place where no out is given)."""
+    M, K = 200, 256
+    A = _randn(M, K, dtype=dtype)
+    B = _randn(V, K, dtype=dtype, seed=1, scale=3 * K**-0.5)
+    C = _randn(V, dtype=dtype, seed=2)
+    assert not runs_one_kernel(A, B, C, None) and not oasr_gemm.head.pads_weight(M, V, C)
+    _check(A, B, C, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_odd_vocabulary_against_the_padded_weight(dtype):
     M, V, K = 1000, 8404, 64
     # the padded path, not the in-place one
@@ -101,6 +114,13 @@ def test_odd_vocabulary_against_the_padded_weight(dtype):
         (300, 1025, 1032, 0),
         (64, 133, 136, 0),  # 17 vectors: the narrowest row of a whole warp
         (300, 8404, 8408, 1),  # out on an odd element
+        # unpadded rows of 257-512 that 8-byte vectors do not fit (an odd V's logits from
+        # cuBLAS): the aligned body, two 16-byte vectors a lane
+        (300, 383, 383, 0),
+        (64, 511, 511, 0),
+        (300, 257, 257, 0),  # the first row's body starts at 0, the last one's at 7
+        (33, 302, 302, 0),  # 2 mod 4
+        (300, 383, 383, 1),  # out's rows at another offset mod 16 than the logits': single values
         # launch_softmax's kernels
         (70, 36, 40, 0),  # a few lanes a row
         (5, 20004, 20008, 0),  # past the registers: the two-pass long-row kernel

@@ -30,8 +30,9 @@
 // 8-byte vectors rather than single elements (2.1x slower than torch at 1500 when they did).
 // Rows of 65 to 256 16-bit values that 8-byte vectors do not fit either, whose x and out rows sit
 // at the same offset mod 16 bytes, are read instead as an aligned body of 16-byte vectors plus
-// the few values before and after it (softmax_aligned_body_kernel). Where the caller can promise
-// that x's rows are readable past their end (launch_softmax_padded), 16-bit rows of any width
+// the few values before and after it (softmax_aligned_body_kernel; gemm_log_softmax's row pass
+// takes it up to 512 values, two vectors a lane). Where the caller can promise that x's rows are
+// readable past their end (launch_softmax_padded), 16-bit rows of any width
 // and alignment keep 16-byte vectors both ways: PaddedDenseRow.
 //
 // masked_softmax reads scores [B, H, Tq, Tk] (unit stride over Tk), bias, mask and
@@ -832,7 +833,7 @@ struct MaskedAlignedBodyRow {
   }
 };
 
-template <typename Row, typename T, bool kLog>
+template <typename Row, typename T, bool kLog, int kBodyVecs = 1>
 __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
     softmax_aligned_body_kernel(SoftmaxDst<T> dst, typename Row::Params src) {
   constexpr int kN = kVec128<T>;
@@ -843,28 +844,36 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
       int64_t(blockIdx.x) * (kSoftmaxWarpBlockThreads / kWarpSize) + threadIdx.x / kWarpSize;
   const bool row_valid = row < dst.rows;  // a warp past the last row still joins the shuffles
   const Row x(src, row_valid ? row : 0);
-  const int cols = static_cast<int>(dst.cols);  // <= 256: at most 32 body vectors
+  const int cols = static_cast<int>(dst.cols);  // <= kBodyVecs 256: 32 body vectors a lane each
   const int misalign = static_cast<int>(reinterpret_cast<uintptr_t>(x.first()) % 16 / sizeof(T));
   const int head = min(misalign ? kN - misalign : 0, cols);
   const int body = (cols - head) / kN;
   const int tail = cols - head - body * kN;
 
-  // Lane < head holds head value `lane`; head <= lane < head + tail, tail value lane - head.
-  // Absent values are -inf: they add exp(-inf) = 0 to the sum and are never stored.
-  const bool has_body = row_valid && lane < body;
-  float values[kN];
-  if (has_body) {
-    x.body(head + lane * kN, values);
-  } else {
+  // Lane < head holds head value `lane`; head <= lane < head + tail, tail value lane - head;
+  // body vectors lane, lane + 32, ... Absent values are -inf: they add exp(-inf) = 0 to the sum
+  // and are never stored.
+  bool has_body[kBodyVecs];
+  float values[kBodyVecs][kN];
 #pragma unroll
-    for (int i = 0; i < kN; ++i) values[i] = kNegInf;
+  for (int j = 0; j < kBodyVecs; ++j) {
+    has_body[j] = row_valid && j * kWarpSize + lane < body;
+    if (has_body[j]) {
+      x.body(head + (j * kWarpSize + lane) * kN, values[j]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) values[j][i] = kNegInf;
+    }
   }
   const bool has_edge = row_valid && lane < head + tail;
   const int edge_col = lane < head ? lane : head + body * kN + (lane - head);
   float edge = has_edge ? x.value(edge_col) : kNegInf;
   float thread_max = edge;
 #pragma unroll
-  for (int i = 0; i < kN; ++i) thread_max = fmaxf(thread_max, values[i]);
+  for (int j = 0; j < kBodyVecs; ++j) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) thread_max = fmaxf(thread_max, values[j][i]);
+  }
   const float row_max = warp_reduce<MaxOp>(thread_max);
   const float shift = softmax_shift<Row::kMasked>(row_max);
 
@@ -878,10 +887,13 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   float thread_sum = exp_of(edge);
   if constexpr (!kLog) edge = exp_of(edge);
 #pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    const float e = exp_of(values[i]);
-    thread_sum += e;
-    if constexpr (!kLog) values[i] = e;
+  for (int j = 0; j < kBodyVecs; ++j) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      const float e = exp_of(values[j][i]);
+      thread_sum += e;
+      if constexpr (!kLog) values[j][i] = e;
+    }
   }
   const float row_sum = warp_reduce<SumOp>(thread_sum);
   if (!row_valid) return;
@@ -891,12 +903,15 @@ __global__ void __launch_bounds__(kSoftmaxWarpBlockThreads)
   auto finish = [&](float v) { return kLog ? (v - shift) - log_sum : v * inv_sum; };
   T* out = dst.out + row * dst.cols;
   if (has_edge) out[edge_col] = from_float<T>(finish(edge));
-  if (has_body) {
 #pragma unroll
-    for (int i = 0; i < kN; ++i) values[i] = finish(values[i]);
-    Vec<T, kN> v;
-    v.from_float(values);
-    store_vec128_last(out + head + lane * kN, v);
+  for (int j = 0; j < kBodyVecs; ++j) {
+    if (has_body[j]) {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) values[j][i] = finish(values[j][i]);
+      Vec<T, kN> v;
+      v.from_float(values[j]);
+      store_vec128_last(out + head + (j * kWarpSize + lane) * kN, v);
+    }
   }
 }
 
@@ -1060,14 +1075,15 @@ cudaError_t launch_softmax_by_width(const SoftmaxDst<T>& dst, const typename Row
 }
 
 // softmax_aligned_body_kernel, if it takes these rows: 16-bit values that 8-byte vectors do not
-// fit (the caller checked), 65 to 256 columns (narrower rows keep the kernels with several rows a
-// warp), x's and out's rows at the same offset mod 16 bytes. cudaErrorNotSupported where not.
-template <typename T>
+// fit (the caller checked), 65 to kBodyVecs x 256 columns (narrower rows keep the kernels with
+// several rows a warp), x's and out's rows at the same offset mod 16 bytes.
+// cudaErrorNotSupported where not.
+template <typename T, int kBodyVecs = 1>
 cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "the aligned body reads 16-bit rows");
   constexpr int kN = kVec128<T>;
   const auto offset = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; };
-  if (a.cols < 65 || a.cols > kWarpSize * kN || offset(a.x) != offset(a.out) ||
+  if (a.cols < 65 || a.cols > kBodyVecs * kWarpSize * kN || offset(a.x) != offset(a.out) ||
       (a.rows > 1 && (a.x_stride - a.cols) % kN != 0)) {
     return cudaErrorNotSupported;
   }
@@ -1077,10 +1093,10 @@ cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t st
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
   const dim3 grid(static_cast<unsigned>(tiles));
   if (a.log_output) {
-    softmax_aligned_body_kernel<AlignedBodyRow<T>, T, true>
+    softmax_aligned_body_kernel<AlignedBodyRow<T>, T, true, kBodyVecs>
         <<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
   } else {
-    softmax_aligned_body_kernel<AlignedBodyRow<T>, T, false>
+    softmax_aligned_body_kernel<AlignedBodyRow<T>, T, false, kBodyVecs>
         <<<grid, kSoftmaxWarpBlockThreads, 0, stream>>>(dst, a);
   }
   return cudaGetLastError();
@@ -1119,7 +1135,19 @@ cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols
                          vecs > 16 && vecs <= kMaxVecs &&
                          vecs * N <= readable_cols && is_vec_aligned<T, N>(a.x) &&
                          (a.rows == 1 || a.x_stride % N == 0);
-  if (!realigned) return launch_softmax(a, stream);
+  if (!realigned) {
+    // Unpadded rows of 257 to 512 that 8-byte vectors do not fit (an odd V's logits from cuBLAS)
+    // would take single elements (DenseRow<T, 1>): the aligned body, two vectors a lane, instead.
+    // H200, fp16, V 257-511 at 64-1000 rows: 2.7-4.1 -> 1.8-2.1 µs (torch.log_softmax 2.2-2.8).
+    constexpr int kQ = N / 2;  // elements of an 8-byte vector
+    const bool quads = a.cols % kQ == 0 && is_vec_aligned<T, kQ>(a.x) &&
+                       is_vec_aligned<T, kQ>(a.out) && (a.rows == 1 || a.x_stride % kQ == 0);
+    if (a.log_output && !quads && a.cols > kWarpSize * N) {
+      const cudaError_t status = launch_softmax_aligned_body<T, 2>(a, stream);
+      if (status != cudaErrorNotSupported) return status;
+    }
+    return launch_softmax(a, stream);
+  }
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
   if (a.cols % N == N / 2 && is_vec_aligned<T, N / 2>(a.out)) {
     return launch_softmax_warp_rows<PaddedDenseRow<T, N, N / 2>, T, N, 1>(dst, a, vecs, stream);
