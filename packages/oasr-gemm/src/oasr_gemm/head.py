@@ -55,10 +55,13 @@ HEAD_MAX_VOCAB = 512
 #: (benchmarks/log_softmax_head.py): V 500 0.64-0.85x at 64-301 rows, 0.92-1.05x at 1000,
 #: 1.08-1.35x at 2000, 1.7-2.3x at 8000-32000; V 33 and 255 0.89-3.0x from 64 rows; docs/gemm.md.
 HEAD_MIN_ROWS = 2000
-#: An odd V > 256 from this many rows: cuBLAS is slow at an odd N, so the head wins from far fewer
-#: (session 28, fp16, against the two passes at 301 rows: V 301 1.30x, 383 1.05x, 511 at K 512
-#: 1.01x; at 64 rows 1.05x, 0.87x, 0.84x).
-HEAD_MIN_ROWS_ODD_VOCAB = 300
+#: An odd V > 256 from this many rows: cuBLAS is slow at an odd N, so the head wins from fewer.
+#: Session 29 (H200, fp16, CUDA graphs), after the row pass took those rows in 16-byte vectors
+#: (2.7-4.1 -> 1.8-2.1 µs): the head against the two passes at 700 rows 1.07-1.31x at V 257,
+#: 301, 319, 383, 501 and 511 (K 512), 0.96-0.98x at 449 and 511 (K 256); at 500 rows 0.79-0.95x
+#: but V 301 (1.05x); at 1000 rows 1.29-1.53x (session 28's bar, 300, was set against the
+#: slower row pass).
+HEAD_MIN_ROWS_ODD_VOCAB = 700
 
 #: The cluster head (``csrc/log_softmax_cluster_sm90.cu``) spreads a row block's vocabulary over
 #: a cluster of up to 16 CTAs, each holding its slice of the logits in shared memory beside A's
