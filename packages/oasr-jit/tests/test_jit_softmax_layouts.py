@@ -1,8 +1,9 @@
-"""Which kernel masked_softmax's launcher picks for a layout, in its order (softmax.cuh's
-masked_aligned_body, then masked_rows_unit_steps / masked_rows_pair_aligned), checked on the CPU:
-a host program built with the real nvcc asks them for a table of operand layouts and prints the
-answers. The pointers are addresses only (never
-dereferenced), so no GPU is needed. The GPU tests check every path's answers."""
+"""Which kernel the softmax launchers pick for a layout, checked on the CPU: a host program built
+with the real nvcc asks softmax.cuh's choosers for a table of operand layouts and prints the
+answers. masked_softmax's in its order (masked_aligned_body, then masked_rows_unit_steps /
+masked_rows_pair_aligned); gemm_log_softmax's row pass's (padded_rows_kernel). The pointers are
+addresses only (never dereferenced), so no GPU is needed. The GPU tests check every path's
+answers."""
 
 from __future__ import annotations
 
@@ -180,11 +181,10 @@ def _case(index: int, statements: str, bias_type: str) -> str:
     )
 
 
-def test_masked_softmax_picks_the_kernel_its_layout_allows(tmp_path):
-    names = list(LAYOUTS)
-    cases = "\n".join(_case(i, LAYOUTS[name][0], LAYOUTS[name][1]) for i, name in enumerate(names))
+def _answers(tmp_path, program_text: str, names: list[str]) -> dict[str, str]:
+    """Builds and runs the host program; its lines are `index answer`."""
     source = tmp_path / "layouts.cu"
-    source.write_text(PROGRAM.replace("CASES", cases))
+    source.write_text(program_text)
     program = tmp_path / "layouts"
     build = subprocess.run(
         [toolchain.nvcc().path, "-std=c++17", "--expt-relaxed-constexpr",
@@ -193,7 +193,13 @@ def test_masked_softmax_picks_the_kernel_its_layout_allows(tmp_path):
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
     lines = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
-    got = {names[int(i)]: row for i, row in (line.split(" ", 1) for line in lines.splitlines())}
+    return {names[int(i)]: row for i, row in (line.split(" ", 1) for line in lines.splitlines())}
+
+
+def test_masked_softmax_picks_the_kernel_its_layout_allows(tmp_path):
+    names = list(LAYOUTS)
+    cases = "\n".join(_case(i, LAYOUTS[name][0], LAYOUTS[name][1]) for i, name in enumerate(names))
+    got = _answers(tmp_path, PROGRAM.replace("CASES", cases), names)
     want = {name: expected for name, (_, _, expected) in LAYOUTS.items()}
     assert set(want.values()) == {
         "aligned body",
@@ -201,5 +207,72 @@ def test_masked_softmax_picks_the_kernel_its_layout_allows(tmp_path):
         "pairs",
         "pairs by element",
         "one value",
+    }
+    assert got == want
+
+
+# name: (cols, logits' row stride, readable columns, out's offset from 16 bytes in bytes,
+# log_softmax; the expected kernel) for 300 rows of halves, the logits on 16 bytes
+PADDED_ROWS = {
+    # an odd V's logits from cuBLAS, unpadded (under the one-kernel head's bar)
+    "V 383 unpadded": (383, 383, 383, 0, True, "aligned body, two vectors a lane"),
+    "V 257 unpadded": (257, 257, 257, 0, True, "aligned body, two vectors a lane"),
+    "V 510 unpadded (2 mod 4)": (510, 510, 510, 0, True, "aligned body, two vectors a lane"),
+    "V 513 unpadded": (513, 513, 513, 0, True, "launch_softmax"),  # past two vectors a lane
+    "V 255 unpadded": (255, 255, 255, 0, True, "launch_softmax"),  # its own aligned body
+    "V 383 into out 2 bytes off": (383, 383, 383, 2, True, "launch_softmax"),
+    "V 500 unpadded": (500, 500, 500, 0, True, "launch_softmax"),  # 8-byte vectors fit
+    "V 383 softmax": (383, 383, 383, 0, False, "launch_softmax"),  # log_softmax only
+    # the padded GEMM's buffer
+    "V 8404 padded": (8404, 8408, 8408, 0, True, "realigned halves"),
+    "V 8404 padded, out on 4 bytes": (8404, 8408, 8408, 4, True, "realigned words"),
+    "V 8402 padded": (8402, 8408, 8408, 0, True, "realigned words"),
+    "V 1025 padded": (1025, 1032, 1032, 0, True, "realigned bytes"),
+    "V 511 padded": (511, 512, 512, 0, True, "realigned bytes"),
+    "V 100 padded": (100, 104, 104, 0, True, "launch_softmax"),  # a group of lanes a row
+    "V 5000": (5000, 5000, 5000, 0, True, "launch_softmax"),  # 16-byte vectors fit
+}
+
+PADDED_PROGRAM = textwrap.dedent(
+    """
+    #include <cstdio>
+    #include "oasr/common/softmax.cuh"
+    using namespace oasr;
+
+    half* at(uintptr_t address) { return reinterpret_cast<half*>(uintptr_t(1) << 20 | address); }
+    const char* kernel(int64_t cols, int64_t stride, int64_t readable, uintptr_t out_offset,
+                       bool log) {
+      const SoftmaxArgs<half> a{at(1 << 19 | out_offset), at(0), 300, cols, stride, log};
+      switch (padded_rows_kernel(a, readable)) {
+        case PaddedRows::kRealignedHalves: return "realigned halves";
+        case PaddedRows::kRealignedWords: return "realigned words";
+        case PaddedRows::kRealignedBytes: return "realigned bytes";
+        case PaddedRows::kAlignedBody2: return "aligned body, two vectors a lane";
+        case PaddedRows::kUnpadded: return "launch_softmax";
+      }
+      return "?";
+    }
+    int main() {
+    CASES
+      return 0;
+    }
+    """
+)
+
+
+def test_row_pass_picks_the_kernel_its_layout_allows(tmp_path):
+    names = list(PADDED_ROWS)
+    cases = "\n".join(
+        f'  std::printf("%d %s\\n", {i}, kernel({c}, {s}, {r}, {o}, {str(log).lower()}));'
+        for i, (c, s, r, o, log, _) in enumerate(PADDED_ROWS.values())
+    )
+    got = _answers(tmp_path, PADDED_PROGRAM.replace("CASES", cases), names)
+    want = {name: row[-1] for name, row in PADDED_ROWS.items()}
+    assert set(want.values()) == {
+        "realigned halves",
+        "realigned words",
+        "realigned bytes",
+        "aligned body, two vectors a lane",
+        "launch_softmax",
     }
     assert got == want

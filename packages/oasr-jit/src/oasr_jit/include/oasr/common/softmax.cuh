@@ -1074,19 +1074,23 @@ cudaError_t launch_softmax_by_width(const SoftmaxDst<T>& dst, const typename Row
   return launch_softmax_warp_rows<Row, T, N, 1>(dst, src, vecs, stream);
 }
 
-// softmax_aligned_body_kernel, if it takes these rows: 16-bit values that 8-byte vectors do not
-// fit (the caller checked), 65 to kBodyVecs x 256 columns (narrower rows keep the kernels with
+// Whether softmax_aligned_body_kernel takes these rows (16-bit values that 8-byte vectors do not
+// fit: the caller checked): 65 to kBodyVecs x 256 columns (narrower rows keep the kernels with
 // several rows a warp), x's and out's rows at the same offset mod 16 bytes.
-// cudaErrorNotSupported where not.
 template <typename T, int kBodyVecs = 1>
-cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t stream) {
+bool aligned_body_takes(const SoftmaxArgs<T>& a) {
   static_assert(sizeof(T) == 2, "the aligned body reads 16-bit rows");
   constexpr int kN = kVec128<T>;
   const auto offset = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16; };
-  if (a.cols < 65 || a.cols > kBodyVecs * kWarpSize * kN || offset(a.x) != offset(a.out) ||
-      (a.rows > 1 && (a.x_stride - a.cols) % kN != 0)) {
-    return cudaErrorNotSupported;
-  }
+  return a.cols >= 65 && a.cols <= kBodyVecs * kWarpSize * kN && offset(a.x) == offset(a.out) &&
+         (a.rows <= 1 || (a.x_stride - a.cols) % kN == 0);
+}
+
+// softmax_aligned_body_kernel where it takes the rows (aligned_body_takes), else
+// cudaErrorNotSupported.
+template <typename T, int kBodyVecs = 1>
+cudaError_t launch_softmax_aligned_body(const SoftmaxArgs<T>& a, cudaStream_t stream) {
+  if (!aligned_body_takes<T, kBodyVecs>(a)) return cudaErrorNotSupported;
   constexpr int kRowsPerBlock = kSoftmaxWarpBlockThreads / kWarpSize;
   const int64_t tiles = ceil_div<int64_t>(a.rows, kRowsPerBlock);
   if (tiles > INT_MAX) return cudaErrorInvalidValue;  // launchers refuse >= 2^31 rows first
@@ -1119,43 +1123,66 @@ cudaError_t launch_softmax(const SoftmaxArgs<T>& a, cudaStream_t stream) {
   return launch_softmax_by_width<DenseRow<T, N>, T, N>(dst, a, stream);
 }
 
-// The rows of `a` where x's rows are readable up to `readable_cols` values, past a.cols (the
-// caller's promise, the last row's included: a padded buffer). 16-bit rows that 16-byte vectors
-// do not fit as they are (a.cols or out's alignment), that a warp or a block holds in registers,
-// take PaddedDenseRow; others launch_softmax.
+// launch_softmax_padded's kernel for the rows of `a`, x's rows readable up to `readable_cols`
+// values (past a.cols: the caller's promise, the last row's included: a padded buffer).
+enum class PaddedRows {
+  kRealignedHalves,  // PaddedDenseRow: 16-byte vectors both ways, out's rows on 8 bytes
+  kRealignedWords,   // ... on 4 bytes
+  kRealignedBytes,   // ... anywhere
+  kAlignedBody2,     // unpadded rows of 257-512: the aligned body, two vectors a lane
+  kUnpadded,         // launch_softmax, which does not read past a.cols
+};
+
+// 16-bit rows that 16-byte vectors do not fit as they are (a.cols or out's alignment), that a
+// warp or a block holds in registers, are read whole through the padding (log_softmax only: the
+// realigned kernels are instantiated for gemm_log_softmax's rows). Unpadded rows of 257 to 512
+// that 8-byte vectors do not fit (an odd V's logits from cuBLAS) would take single elements in
+// launch_softmax (DenseRow<T, 1>): the aligned body takes them with two vectors a lane instead
+// (H200, fp16, V 257-511 at 64-1000 rows: 2.7-4.1 -> 1.8-2.1 µs; torch.log_softmax 2.2-2.8).
 template <typename T>
-cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols,
-                                  cudaStream_t stream) {
+PaddedRows padded_rows_kernel(const SoftmaxArgs<T>& a, int64_t readable_cols) {
   static_assert(sizeof(T) == 2, "16-bit rows");
   constexpr int N = kVec128<T>;
   const int64_t vecs = ceil_div<int64_t>(a.cols, N);
-  // log_softmax only: the realigned kernels are instantiated for gemm_log_softmax's rows
   constexpr int64_t kMaxVecs = int64_t(kSoftmaxMaxRowThreads) * kSoftmaxRegFloats / N;
   const bool realigned = a.log_output && !(a.cols % N == 0 && is_vec_aligned<T, N>(a.out)) &&
                          vecs > 16 && vecs <= kMaxVecs &&
                          vecs * N <= readable_cols && is_vec_aligned<T, N>(a.x) &&
                          (a.rows == 1 || a.x_stride % N == 0);
-  if (!realigned) {
-    // Unpadded rows of 257 to 512 that 8-byte vectors do not fit (an odd V's logits from cuBLAS)
-    // would take single elements (DenseRow<T, 1>): the aligned body, two vectors a lane, instead.
-    // H200, fp16, V 257-511 at 64-1000 rows: 2.7-4.1 -> 1.8-2.1 µs (torch.log_softmax 2.2-2.8).
-    constexpr int kQ = N / 2;  // elements of an 8-byte vector
-    const bool quads = a.cols % kQ == 0 && is_vec_aligned<T, kQ>(a.x) &&
-                       is_vec_aligned<T, kQ>(a.out) && (a.rows == 1 || a.x_stride % kQ == 0);
-    if (a.log_output && !quads && a.cols > kWarpSize * N) {
-      const cudaError_t status = launch_softmax_aligned_body<T, 2>(a, stream);
-      if (status != cudaErrorNotSupported) return status;
-    }
-    return launch_softmax(a, stream);
+  if (realigned) {
+    if (a.cols % N == N / 2 && is_vec_aligned<T, N / 2>(a.out)) return PaddedRows::kRealignedHalves;
+    if (a.cols % 2 == 0 && is_vec_aligned<T, 2>(a.out)) return PaddedRows::kRealignedWords;
+    return PaddedRows::kRealignedBytes;
   }
+  constexpr int kQ = N / 2;  // elements of an 8-byte vector
+  const bool quads = a.cols % kQ == 0 && is_vec_aligned<T, kQ>(a.x) &&
+                     is_vec_aligned<T, kQ>(a.out) && (a.rows == 1 || a.x_stride % kQ == 0);
+  if (a.log_output && !quads && a.cols > kWarpSize * N && aligned_body_takes<T, 2>(a)) {
+    return PaddedRows::kAlignedBody2;
+  }
+  return PaddedRows::kUnpadded;
+}
+
+// The rows of `a` by the kernel padded_rows_kernel names.
+template <typename T>
+cudaError_t launch_softmax_padded(const SoftmaxArgs<T>& a, int64_t readable_cols,
+                                  cudaStream_t stream) {
+  constexpr int N = kVec128<T>;
+  const int64_t vecs = ceil_div<int64_t>(a.cols, N);
   const SoftmaxDst<T> dst{a.out, a.rows, a.cols, a.log_output};
-  if (a.cols % N == N / 2 && is_vec_aligned<T, N / 2>(a.out)) {
-    return launch_softmax_warp_rows<PaddedDenseRow<T, N, N / 2>, T, N, 1>(dst, a, vecs, stream);
+  switch (padded_rows_kernel(a, readable_cols)) {
+    case PaddedRows::kRealignedHalves:
+      return launch_softmax_warp_rows<PaddedDenseRow<T, N, N / 2>, T, N, 1>(dst, a, vecs, stream);
+    case PaddedRows::kRealignedWords:
+      return launch_softmax_warp_rows<PaddedDenseRow<T, N, 2>, T, N, 1>(dst, a, vecs, stream);
+    case PaddedRows::kRealignedBytes:
+      return launch_softmax_warp_rows<PaddedDenseRow<T, N, 1>, T, N, 1>(dst, a, vecs, stream);
+    case PaddedRows::kAlignedBody2:
+      return launch_softmax_aligned_body<T, 2>(a, stream);
+    case PaddedRows::kUnpadded:
+      break;
   }
-  if (a.cols % 2 == 0 && is_vec_aligned<T, 2>(a.out)) {
-    return launch_softmax_warp_rows<PaddedDenseRow<T, N, 2>, T, N, 1>(dst, a, vecs, stream);
-  }
-  return launch_softmax_warp_rows<PaddedDenseRow<T, N, 1>, T, N, 1>(dst, a, vecs, stream);
+  return launch_softmax(a, stream);
 }
 
 // Whether MaskedPairRow reads these operands: each present one unit-strided over Tk (an absent
