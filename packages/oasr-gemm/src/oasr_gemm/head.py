@@ -203,7 +203,8 @@ def gemm_log_softmax(
 #: 1025 x 256 fp16 (0.83x: under the output bar) and 500 x 8404 x 512 (0.86-0.91x, where cuBLAS's
 #: odd-N kernel is faster than at 250 rows).
 #: Sessions 6-26 padded from V 1000 and 2M outputs. V <= 512 is the one-kernel head's from 2000
-#: rows; below, unmeasured, it stays unpadded (at V 500, 8000 rows, padding once cost 0.93x).
+#: rows (an odd V from `HEAD_MIN_ROWS_ODD_VOCAB`); below, unmeasured, it stays unpadded (at V 500,
+#: 8000 rows, padding once cost 0.93x).
 PAD_MIN_VOCAB = 600
 PAD_MIN_OUTPUTS = 1 << 18
 #: Past this vocabulary the weight is padded to a multiple of 32 rows, not 8: cuBLAS then runs
