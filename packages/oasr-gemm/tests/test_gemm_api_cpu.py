@@ -96,8 +96,8 @@ def test_an_sm80_variant_gets_the_workspace_it_asks_for(monkeypatch):
 
     calls, asked = [], []
 
-    def fake_kernel(config, dtype, activation):
-        return lambda *args: calls.append((config.id, args))
+    def fake_kernel(config, dtype, activation, with_c=False):
+        return lambda *args: calls.append((config.id, with_c, args))
 
     def fake_size(config, dtype, activation, M, N, K, device):
         asked.append((config.id, M, N, K))
@@ -112,8 +112,12 @@ def test_an_sm80_variant_gets_the_workspace_it_asks_for(monkeypatch):
     gemm._run(split, torch.float16, out, A, B, None, None, "identity")
     gemm._run(plain, torch.float16, out, A, B, None, None, "swish")
     gemm._run(configs.DEFAULT, torch.float16, out, A, B, None, None, "identity")
-    assert asked == [(split.id, 5, 24, 16), (plain.id, 5, 24, 16)]
-    (_, with_split), (_, with_plain), (_, sm90) = calls
+    C = torch.randn(5, 24).half()  # sm90 kernels with C are their own; sm80's take it at run time
+    gemm._run(configs.DEFAULT, torch.float16, out, A, B, None, C, "identity")
+    gemm._run(plain, torch.float16, out, A, B, None, C, "identity")
+    assert asked == [(split.id, 5, 24, 16), (plain.id, 5, 24, 16), (plain.id, 5, 24, 16)]
+    (_, _, with_split), (_, _, with_plain), (_, no_c, sm90), (_, c90, _), (_, c80, _) = calls
     assert with_split[-1].dtype == torch.uint8 and with_split[-1].numel() == 4 * 5 * 24 * 4
     assert with_plain[-1] is None and len(with_plain) == 6
     assert len(sm90) == 5
+    assert (no_c, c90, c80) == (False, True, False)

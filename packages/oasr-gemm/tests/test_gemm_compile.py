@@ -1,11 +1,11 @@
 """Compile-only smoke for sm_90a with nvcc (no GPU): one config of the sm90 template with the
-plain and the exact-GELU epilogue (about a minute each, side by side on a 2-core machine; the
-plain module also links an sm80 unit, as the production module does), the sm80 lane's four ways
-of splitting K (about 30 s for the four units), one unit of bmm's CUTLASS 2.x general lane (its
-13 alignment pairs, the small-K and small-N kernels, about 35 s) with one unit of its sm90 tuned
-lane, one of group_gemm (about 15 s), gemm_log_softmax's row pass (the shared softmax kernels,
-about 30 s) and its two fused heads (one module: the one-kernel and the cluster head, about
-15 s)."""
+plain, the exact-GELU (adding a matrix C) and the Swish epilogue (about a minute each, side by
+side on a 2-core machine; the plain module also links an sm80 unit, as the production module
+does), the sm80 lane's four ways of splitting K (about 30 s for the four units), one unit of
+bmm's CUTLASS 2.x general lane (its 13 alignment pairs, the small-K and small-N kernels, about
+35 s) with one unit of its sm90 tuned lane, one of group_gemm (about 15 s), gemm_log_softmax's
+row pass (the shared softmax kernels, about 30 s) and its two fused heads (one module: the
+one-kernel and the cluster head, about 15 s)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,15 @@ def hopper(monkeypatch, tmp_path):
 
 
 def test_the_default_config_compiles_for_sm90a(hopper):
-    """The plain epilogue and the heaviest activation's (exact GELU), built side by side; the
-    plain module also holds an sm80 config, as the production module does (lanes share it)."""
+    """The plain epilogue, the heaviest activation's (exact GELU, in the kernel that adds a
+    matrix C) and Swish's (column pairs), built side by side; the plain module also holds an sm80
+    config, as the production module does (lanes share it)."""
     sm80 = configs.Sm80Config(64, 64, 64, 32, 32, 4)
+    chosen = [("identity", [configs.DEFAULT, sm80], False), ("gelu", [configs.DEFAULT], True)]
+    chosen.append(("swish", [configs.DEFAULT], False))
     specs = [
-        _jit.gen_gemm_module(f"oasr_gemm_smoke_{act}", chosen, ("fp16",), act)
-        for act, chosen in (("identity", [configs.DEFAULT, sm80]), ("gelu", [configs.DEFAULT]))
+        _jit.gen_gemm_module(f"oasr_gemm_smoke_{act}", units, ("fp16",), act, with_c)
+        for act, units, with_c in chosen
     ]
     assert "-gencode=arch=compute_90a,code=sm_90a" in specs[0].plan().manifest["ninja"]
     with ThreadPoolExecutor(len(specs)) as pool:

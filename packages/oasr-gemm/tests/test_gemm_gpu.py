@@ -1,6 +1,7 @@
 """The sm90 kernels on the GPU: every production variant against an fp32 reference on odd M,
 K not a multiple of the 64-wide K tile, N at the alignment edge; bias, matrix C and every
-activation; row strides; batch invariance (bitwise); refusals; CUDA-graph capture."""
+activation; Swish and tanh-GELU within an ulp of float64, their paired columns kept to their
+rows; row strides; batch invariance (bitwise); refusals; CUDA-graph capture."""
 
 from __future__ import annotations
 
@@ -84,7 +85,9 @@ def test_epilogues(act, dtype):
     M, N, K = 77, 264, 136
     A, B, bias = _inputs(M, N, K, dtype, seed=1)
     matrix = torch.randn(M, N, device="cuda").to(dtype)
-    for C in (None, bias, matrix):
+    # (a matrix C with each activation would build every activation's kernels with C: ten
+    # modules; test_every_production_variant_adds_a_matrix_c has identity and Swish)
+    for C in (None, bias, matrix) if act in ("identity", "swish") else (None, bias):
         got = oasr_gemm.gemm_activation(A, B, C, activation=act, backend="oasr")
         _assert_close(got, _ref(A, B, C, act), dtype)
 
@@ -120,6 +123,72 @@ def test_gelu_is_within_an_ulp_of_float64(config, dtype):
     assert out.double()[x < -13.2].abs().max() < 2**-126
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", configs.production_configs(), ids=lambda c: c.id)
+def test_every_production_variant_adds_a_matrix_c(config, dtype):
+    # sm90: the kernels built to add C (gemm_sm90_template.cuh); sm80: one source, C or a bias
+    M, N, K = 300, 264, 200
+    A, B, bias = _inputs(M, N, K, dtype, seed=6)
+    C = torch.randn(M, N, device="cuda").to(dtype)
+    if config.lane == configs.SM80_LANE:
+        bias = None
+    for act in ("identity", "swish"):
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+        _run(config, dtype, out, A, B, bias, C, act)
+        _assert_close(out, _ref(A, B, C if bias is None else C.float() + bias.float(), act), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["swish", "gelu_tanh"])
+@pytest.mark.parametrize("config", configs.production_configs(), ids=lambda c: c.id)
+def test_sigmoid_epilogues_are_within_an_ulp_of_float64(config, act, dtype):
+    # x * sigmoid(z) with one reciprocal for two columns (gemm_activation.cuh): accumulators
+    # over about [-60, 60], so past -43.7, where the shared reciprocal's exponent is clamped
+    M, N, K = 512, 264, 256
+    A, B, bias = _inputs(M, N, K, dtype, seed=7)
+    B = (B.float() * 16).to(dtype)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+    _run(config, dtype, out, A, B, bias, None, act)
+    x = A.double() @ B.double().T + bias.double()
+    z = x if act == "swish" else 2 * 0.7978845608028654 * (x + 0.044715 * x**3)
+    want = x * torch.sigmoid(z)
+    assert (z < -43.7).sum() > 100
+    ulps = (_ordered(out) - _ordered(want.to(dtype))).abs()
+    ranged = (x.abs() >= 0.25) & (z >= -43.6)
+    assert ulps[ranged].max() <= 1, f"{int((ulps[ranged] > 1).sum())} outputs off by over an ulp"
+    near_zero = x.abs() < 0.25
+    one_ulp = 2**-10 if dtype == torch.float16 else 2**-7
+    torch.testing.assert_close(out.double()[near_zero], want[near_zero], rtol=one_ulp, atol=1e-5)
+    # past z = -43.7 the factor is 2^-63 where e^z is meant: x 1.1e-19 at most
+    far = z < -43.7
+    assert (out.double()[far].abs() <= x[far].abs() * 2**-62).all()
+
+
+@pytest.mark.parametrize("act", ["swish", "gelu_tanh"])
+@pytest.mark.parametrize("config", configs.production_configs(), ids=lambda c: c.id)
+def test_paired_columns_keep_rows_and_nans_apart(config, act):
+    """The pairs that share a reciprocal lie in one row: changing one row of A leaves every other
+    row's bits; a NaN column does not reach the column it is paired with."""
+    dtype = torch.bfloat16
+    M, N, K = 200, 136, 72
+    A, B, bias = _inputs(M, N, K, dtype, seed=8)
+    out = torch.empty(M, N, device="cuda", dtype=dtype)
+    _run(config, dtype, out, A, B, bias, None, act)
+    changed = A.clone()
+    changed[77] = torch.randn(K, device="cuda").to(dtype)
+    again = torch.full_like(out, float("nan"))
+    _run(config, dtype, again, changed, B, bias, None, act)
+    others = torch.arange(M, device="cuda") != 77
+    assert torch.equal(again[others], out[others])
+    assert not torch.equal(again[77], out[77])
+    nan_b = B.clone()
+    nan_b[40, 3] = float("nan")
+    _run(config, dtype, again, A, nan_b, bias, None, act)
+    assert again[:, 40].isnan().all()
+    assert not again[:, 41].isnan().any()  # 40's partner (39's is 38)
+    _assert_close(again[:, 41], _ref(A, B, bias, act)[:, 41], dtype)
+
+
 def test_nd_inputs_strided_rows_and_out():
     dtype = torch.float16
     wide = torch.randn(3, 50, 264, device="cuda", dtype=dtype)
@@ -134,12 +203,13 @@ def test_nd_inputs_strided_rows_and_out():
     assert oasr_gemm.gemm(x, B[:, :64].contiguous(), backend="oasr").shape == (2, 5, 128)
 
 
-def test_batch_invariance_is_bitwise():
+@pytest.mark.parametrize("act", ["identity", "swish"])
+def test_batch_invariance_is_bitwise(act):
     dtype = torch.bfloat16
     A, B, bias = _inputs(4096, 512, 512, dtype, seed=2)
-    full = oasr_gemm.gemm(A, B, bias, batch_invariant=True)
+    full = oasr_gemm.gemm_activation(A, B, bias, activation=act, batch_invariant=True)
     for m in (1, 7, 128, 1000):
-        part = oasr_gemm.gemm(A[:m], B, bias, batch_invariant=True)
+        part = oasr_gemm.gemm_activation(A[:m], B, bias, activation=act, batch_invariant=True)
         assert torch.equal(part, full[:m]), m
 
 
@@ -156,9 +226,13 @@ def test_refusals():
         oasr_gemm.gemm(A, B.T.contiguous().T)
     # the module re-checks what the API checked: a direct call raises, nothing faults
     module = _jit.production_module()
-    fn = getattr(module, _jit.function_name(configs.DEFAULT, "fp16"))
+    fn_name = _jit.function_name(configs.DEFAULT, "fp16")
+    fn = getattr(module, fn_name)
     with pytest.raises(ValueError):
         fn(torch.empty(16, 60, device="cuda", dtype=dtype), A, B[:60], None, None)
+    out = torch.empty(16, 64, device="cuda", dtype=dtype)
+    with pytest.raises(ValueError, match=f"without a matrix C and got one: call {fn_name}_c"):
+        fn(out, A, B, None, out.clone())
     torch.cuda.synchronize()
 
 

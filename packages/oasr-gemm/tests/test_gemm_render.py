@@ -17,7 +17,8 @@ def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
     text = rendered[f"gemm_bf16_{c.id}.cu"]
     assert "Sm90Gemm<cutlass::bfloat16_t, 64, 128, 64," in text
     assert "2, 1, false,\n" in text  # cluster 2 x 1, ping-pong
-    assert "oasr::gemm::IdentityAct>;" in text  # the plain GEMM: no activation
+    assert "oasr::gemm::IdentityAct, false>;" in text  # the plain GEMM: no activation, no C
+    assert f'check_c_matches(c, false, "gemm_bf16_{c.id}", "gemm_bf16_{c.id}_c");' in text
     assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{c.id}, run);" in text
     assert '"t128x128x64_c1x1_pp"' in rendered[f"gemm_fp16_{configs.DEFAULT.id}.cu"]
 
@@ -28,11 +29,36 @@ def test_each_activation_is_compiled_into_its_own_units():
     rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
     assert list(rendered) == [f"gemm_gelu_tanh_fp16_{c.id}.cu"]
     text = rendered[f"gemm_gelu_tanh_fp16_{c.id}.cu"]
-    assert "oasr::gemm::GeluTanhAct>;" in text
+    assert "oasr::gemm::GeluTanhAct, false>;" in text
     assert f'"gelu_tanh_{c.id}"' in text  # the variant named in errors
     assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_gelu_tanh_fp16_{c.id}, run);" in text
     with pytest.raises(ValueError, match="no epilogue"):
         _jit.function_name(c, "fp16", "tanh")
+
+
+def test_kernels_that_add_a_matrix_c_are_units_of_their_own():
+    c = configs.DEFAULT
+    spec = _jit.gen_gemm_module("oasr_gemm_test", [c], ("fp16",), "swish", with_c=True)
+    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert list(rendered) == [f"gemm_swish_fp16_{c.id}_c.cu"]
+    text = rendered[f"gemm_swish_fp16_{c.id}_c.cu"]
+    assert "oasr::gemm::SwishAct, true>;" in text
+    assert f'"swish_{c.id}_c"' in text  # the variant named in errors
+    assert f'"gemm_swish_fp16_{c.id}_c", "gemm_swish_fp16_{c.id}");' in text
+    # the sm80 lane's kernels take C at run time: one name either way, no with-C unit
+    sm80 = configs.Sm80Config(64, 64, 64, 32, 32, 4)
+    assert _jit.function_name(sm80, "fp16", "swish", True) == f"gemm_swish_fp16_{sm80.id}"
+    tuned = _jit.gen_tuning_module(sm80, "fp16", with_c=True)
+    assert tuned.name == f"oasr_gemm_tune_fp16_{sm80.id}"
+    with pytest.raises(ValueError, match="run time"):
+        _jit.gen_gemm_module("oasr_gemm_test", [sm80], ("fp16",), with_c=True)
+    prod = _jit.gen_production_module("gelu", "bf16", with_c=True)
+    assert prod.name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16_c"
+    units = sorted(s.name for s in prod.sources if s.name.endswith(".cu"))
+    sm90 = [x for x in configs.production_configs() if x.lane != configs.SM80_LANE]
+    assert units == sorted(f"gemm_gelu_bf16_{x.id}_c.cu" for x in sm90)
+    tune = _jit.gen_tuning_module(c, "fp16", "relu", with_c=True)
+    assert tune.name == f"oasr_gemm_tune_relu_fp16_{c.id}_c"
 
 
 def test_sm80_units_name_their_split_and_export_the_workspace_size():
@@ -69,7 +95,12 @@ def test_production_and_tuning_specs():
     assert swish.name == f"oasr_gemm_tune_swish_fp16_{first.id}"
     acts = ("", "relu_", "swish_", "gelu_", "gelu_tanh_")
     assert [s.name for s in _jit.production_specs(None)] == [
-        *(f"{_jit.PRODUCTION_MODULE}_{act}{dt}" for act in acts for dt in ("fp16", "bf16")),
+        *(
+            f"{_jit.PRODUCTION_MODULE}_{act}{dt}{c}"
+            for c in ("", "_c")
+            for act in acts
+            for dt in ("fp16", "bf16")
+        ),
         _jit.BMM_MODULE,
         _jit.GROUP_MODULE,
         _jit.LOG_SOFTMAX_MODULE,

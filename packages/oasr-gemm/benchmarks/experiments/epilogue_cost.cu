@@ -3,7 +3,7 @@
 // Sessions 4-6 shipped one kernel per config with LinCombPerColBiasEltAct and a run-time
 // activation switch (RuntimeActivation below), also for a plain GEMM; session 7 compiles the
 // activation in, on this probe's evidence. One tile structure per executable (-DSTRUCT=n),
-// timed with up to fourteen epilogues on random fp16 data (-DKIND_MASK picks some):
+// timed with up to twenty-two epilogues on random fp16 data (-DKIND_MASK picks some):
 //   0 plain LinearCombination                     6 bias + Swish: ex2.approx, Newton reciprocal
 //   1 bias + Identity compiled in                 7 bias + exact GELU, erff (the package's
 //                                                   through session 26; a copy below since then)
@@ -13,6 +13,11 @@
 //     (session 24: the same SASS as 10; kind 4 was __expf's form before)
 //   5 bias + Swish as x/2 (1 + tanh.approx(x/2))  11-13 as 10, with 2, 4 or 6 of every 8
 //                                                    reciprocals by Newton (session 24)
+//  14, 15 bias + Swish with one reciprocal for two columns: the clamp form (the package's since
+//        session 30) and the abs form (exact past x = -43.7, one instruction more an element)
+//  16-19 act(acc + bias) with no alpha, beta or C (the package's kernels without C since session
+//        30): identity, Swish (one reciprocal an element), the two pair forms
+//  20, 21 as 16 and 18 with no C in shared memory either (ElementC void; the package's)
 // -DSTRUCT=0 cooperative 256x128, 1 ping-pong 128x128 with a 2x1 cluster, 2 ping-pong 128x128,
 // 3 cooperative 128x256, 4 ping-pong 64x256, 5 ping-pong 64x256 with a 2x1 cluster.
 // Session 18 ran 7 against 8 (H200, fp16): the erfc form is no faster in the epilogue. Ping-pong
@@ -31,6 +36,15 @@
 // 8000x2048x256 bias + identity 24.96 / 24.39 / 25.02 / 26.25, Swish 33.53 / 31.14 / 32.86 /
 // 33.92 (structures 2, 3, 4, 5): ping-pong 64x256, alone or with B multicast to a 2x1 cluster,
 // does not hide Swish under the other warpgroup's MMAs any better than 128x128 does; not taken.
+// Session 30 ran kinds 1, 4, 14-19 and then 1, 4, 14, 16-18, 20, 21 on structures 3 and 2, two
+// rounds each (H200, us, 8000x2048x256, cooperative 128x256 / ping-pong 128x128): bias +
+// identity 24.2-24.6 / 24.7-25.1, without C 22.3-22.6 / 21.5-22.0; Swish 31.1-31.4 / 33.1-33.9,
+// paired 30.0-30.5 / 32.8-33.6, without C 29.3-29.6 / 29.1-29.5, without C and paired 27.7-28.0 /
+// 28.4-29.0 (abs form 28.4-28.6 / 29.6; ElementC void 27.9-28.0 / 28.6-28.7); 8000x5000x256
+// Swish 73.1-73.8 -> 65.2-66.2 paired without C (cooperative); 32000x1536x512 126-131 / 133-136
+// -> 114-119 / 110-115. 32000x2048x512 and 48000x5120x1280 moved by 5-20% with a kind's place in
+// the run (power: the timing runs the kinds back to back), so `oasr bench` (alternating
+// processes) measured the package: gemm_activation 1.28-1.29x -> 1.34-1.35x (docs/perf/h200.md).
 // The five Swish forms are also evaluated alone on 2^22 points of [-30, 30] against float64:
 // the worst error in units of the fp16 spacing at the exact value (what rounding to fp16 sees).
 // Build: see README.md.
@@ -221,11 +235,75 @@ using SwishNewton6 = SwishSplit<6>::Op<V>;
 template <class V>
 using GeluTanhAct = oasr::gemm::GeluTanhAct<V>;
 
-template <int kKind>
+// Session 30: Swish with one reciprocal for two elements. CUTLASS visits fragments whose element
+// pairs (2i, 2i + 1) are adjacent columns of one row (wgmma's accumulator pairs; the sm80 lane's
+// 8-column vectors), so rows stay independent: 1/d0 = d1 / (d0 d1), 1.5 MUFU ops an element.
+// Clamp form: e = 2^min(-x log2e, 63) keeps d0 d1 below 2^127 and a NaN's d finite (it does not
+// reach its partner); below x = -43.7 the output is x 2^-63 (|y| < 1e-17) instead of x e^x.
+// Abs form: e = 2^-|x| log2e in (0, 1], d in [1, 2], numerator max(x, x e) (x >= 0: x; x < 0:
+// x e), exact to where ex2 flushes (x < -87.3); one FMA-pipe instruction more an element.
+template <bool kAbs>
+CUTLASS_DEVICE void swish_pair(float x0, float x1, float& y0, float& y1) {
+  constexpr float c = -1.4426950408889634f;
+  if constexpr (kAbs) {
+    const float e0 = ex2_ftz(fmaxf(fabsf(x0) * c, -127.0f));
+    const float e1 = ex2_ftz(fmaxf(fabsf(x1) * c, -127.0f));
+    const float d0 = 1.0f + e0, d1 = 1.0f + e1;
+    const float r = rcp_ftz(d0 * d1);
+    y0 = fmaxf(x0, x0 * e0) * (r * d1);
+    y1 = fmaxf(x1, x1 * e1) * (r * d0);
+  } else {
+    const float d0 = 1.0f + ex2_ftz(fminf(x0 * c, 63.0f));
+    const float d1 = 1.0f + ex2_ftz(fminf(x1 * c, 63.0f));
+    const float r = rcp_ftz(d0 * d1);
+    y0 = x0 * (r * d1);
+    y1 = x1 * (r * d0);
+  }
+}
+template <bool kAbs>
+struct SwishPairFn {
+  template <class V>
+  struct Op {  // (CUTLASS applies the Array form)
+    CUTLASS_DEVICE V operator()(V const& x) const { return V(SwishForm<3>::apply(float(x))); }
+  };
+  template <class E, int N>
+  struct Op<cutlass::Array<E, N>> {
+    static_assert(N % 2 == 0, "pairs of columns");
+    CUTLASS_DEVICE cutlass::Array<E, N> operator()(cutlass::Array<E, N> const& x) const {
+      cutlass::Array<E, N> y;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; i += 2) {
+        float y0, y1;
+        swish_pair<kAbs>(float(x[i]), float(x[i + 1]), y0, y1);
+        y[i] = E(y0);
+        y[i + 1] = E(y1);
+      }
+      return y;
+    }
+  };
+};
+template <class V>
+using SwishPairClamp = SwishPairFn<false>::Op<V>;
+template <class V>
+using SwishPairAbs = SwishPairFn<true>::Op<V>;
+
+// act(acc + bias): no alpha, beta or C (LinCombPerColBiasEltAct converts and adds beta * C even
+// without a C: two FMA-pipe instructions an element)
+namespace fu = cutlass::epilogue::fusion;
+template <template <class> class Act, class TileShape>
+using BiasActNoC = fu::Sm90EVT<
+    fu::Sm90Compute<Act, T, float, cutlass::FloatRoundStyle::round_to_nearest>,
+    fu::Sm90EVT<fu::Sm90Compute<cutlass::plus, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
+                fu::Sm90AccFetch,
+                fu::Sm90RowBroadcast<0, TileShape, T, float, cute::Stride<cute::_0, cute::_1, int64_t>>>>;
+
+template <int kKind, class TileShape>
 struct FusionOf {
   template <template <class> class Act>
   using BiasAct = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Act, T, float, T, T, float>;
-  // kinds 0-13, as the header lists them
+  template <template <class> class Act>
+  using NoC = BiasActNoC<Act, TileShape>;
+  // kinds 0-19, as the header lists them
   using type = std::tuple_element_t<
       kKind,
       std::tuple<cutlass::epilogue::fusion::LinearCombination<T, float, T, float>,
@@ -233,7 +311,10 @@ struct FusionOf {
                  BiasAct<RuntimeActivation>, BiasAct<oasr::gemm::SwishAct>, BiasAct<Swish1>,
                  BiasAct<Swish2>, BiasAct<GeluErff>, BiasAct<GeluErfcAct>, BiasAct<GeluTanhAct>,
                  BiasAct<SwishTrim>, BiasAct<SwishNewton2>, BiasAct<SwishNewton4>,
-                 BiasAct<SwishNewton6>>>;
+                 BiasAct<SwishNewton6>, BiasAct<SwishPairClamp>, BiasAct<SwishPairAbs>,
+                 NoC<cutlass::epilogue::thread::Identity>, NoC<oasr::gemm::SwishAct>,
+                 NoC<SwishPairClamp>, NoC<SwishPairAbs>, NoC<cutlass::epilogue::thread::Identity>,
+                 NoC<SwishPairClamp>>>;
 };
 
 template <int TM, int TN, int CM, bool kCoop, int kKind>
@@ -244,10 +325,12 @@ struct Variant {
                                             cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
   using EpiSchedule = std::conditional_t<kCoop, cutlass::epilogue::TmaWarpSpecializedCooperative,
                                          cutlass::epilogue::TmaWarpSpecialized>;
+  using ElementC = std::conditional_t<(kKind >= 20), void, T>;  // kinds 20, 21: no C in smem
   using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, T, cutlass::layout::RowMajor,
-      8, T, cutlass::layout::RowMajor, 8, EpiSchedule, typename FusionOf<kKind>::type>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC, cutlass::layout::RowMajor,
+      8, T, cutlass::layout::RowMajor, 8, EpiSchedule,
+      typename FusionOf<kKind, TileShape>::type>::CollectiveOp;
   using Main = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, cutlass::layout::RowMajor, 8, T,
       cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
@@ -267,9 +350,15 @@ struct Variant {
                                      {a, sa, b, sb}, {{}, d, sc, d, sd}};
     args.hw_info.device_id = 0;
     args.hw_info.sm_count = sms;
-    args.epilogue.thread.alpha = 1.f;
-    args.epilogue.thread.beta = 0.f;
-    if constexpr (kKind != 0) args.epilogue.thread.bias_ptr = kKind == 2 ? nullptr : bias;
+    if constexpr (kKind >= 16) {  // act(acc + bias): {{acc, bias, plus}, act}
+      args.epilogue.thread = {{{}, {bias, T(0), {}}, {}}, {}};
+    } else {
+      args.epilogue.thread.alpha = 1.f;
+      args.epilogue.thread.beta = 0.f;
+    }
+    if constexpr (kKind != 0 && kKind < 16) {
+      args.epilogue.thread.bias_ptr = kKind == 2 ? nullptr : bias;
+    }
     if constexpr (kKind == 2 || kKind == 3) {
       args.epilogue.thread.activation.kind = kKind == 2 ? 0 : 2;  // identity / swish
     }
@@ -327,7 +416,14 @@ using V = Variant<64, 256, 2, false, kKind>;
 template <int kForm>
 __global__ void eval_swish(float* y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = SwishForm<kForm>::apply(-30.0f + 60.0f * float(i) / float(n));
+  if (i >= n) return;
+  const float x = -30.0f + 60.0f * float(i) / float(n);
+  if constexpr (kForm >= 5) {  // the pair forms (5 clamp, 6 abs), partnered with -x / 3 + 1
+    float partner;
+    swish_pair<kForm == 6>(x, 1.0f - x / 3.0f, y[i], partner);
+  } else {
+    y[i] = SwishForm<kForm>::apply(x);
+  }
 }
 
 // worst |y - silu(x)| / (fp16 spacing at silu(x)) over the grid of eval_swish
@@ -355,15 +451,15 @@ static double swish_error_ulp16() {
 // subset builds faster: -DKIND_MASK=0x1C12 is kinds 1, 4, 10, 11 and 12; nvcc splits -D values at
 // commas, hence a mask).
 #ifndef KIND_MASK
-#define KIND_MASK 0x3FFF
+#define KIND_MASK 0x3FFFFF
 #endif
-constexpr int kNumKinds = __builtin_popcount(KIND_MASK & 0x3FFF);
+constexpr int kNumKinds = __builtin_popcount(KIND_MASK & 0x3FFFFF);
 struct KindArray {
   int k[kNumKinds];
 };
 constexpr KindArray kind_array() {
   KindArray a{};
-  for (int bit = 0, i = 0; bit < 14; ++bit) {
+  for (int bit = 0, i = 0; bit < 22; ++bit) {
     if ((KIND_MASK >> bit) & 1) a.k[i++] = bit;
   }
   return a;
@@ -372,12 +468,21 @@ constexpr KindArray kKinds = kind_array();
 const char* const kKindNames[] = {"plain",    "b+id",      "rt id",     "rt swish",
                                   "swish",    "tanh",      "ex2+nr",    "gelu erf",
                                   "gelu erfc", "gelu tanh", "sw trim",  "sw nt 2/8",
-                                  "sw nt 4/8", "sw nt 6/8"};
+                                  "sw nt 4/8", "sw nt 6/8", "sw pair",  "sw pr abs",
+                                  "noC id",   "noC sw",    "noC pair", "noC pr ab",
+                                  "void id",  "void pair"};
 
 template <int... kIndex>
 void time_kinds(std::integer_sequence<int, kIndex...>, int m, int n, int k, const T* a,
                 const T* b, const T* bias, T* d, int sms, float* t) {
   ((t[kIndex] = V<kKinds.k[kIndex]>::time(m, n, k, a, b, bias, d, sms)), ...);
+}
+
+template <int... kIndex>
+void print_stages(std::integer_sequence<int, kIndex...>) {
+  ((printf(" %4d/%4d", int(V<kKinds.k[kIndex]>::Main::DispatchPolicy::Stages),
+           int(sizeof(typename V<kKinds.k[kIndex]>::Kernel::SharedStorage) / 1024))),
+   ...);
 }
 
 int main() {
@@ -394,12 +499,16 @@ int main() {
                            {32000, 2048, 512}, {32000, 1536, 512}, {8000, 512, 2048},
                            {48000, 5120, 1280}};
   printf("%s. Swish forms' worst error in fp16 ulps on [-30, 30]: __expf %.3f, tanh %.3f, "
-         "ex2+newton %.3f, ex2/rcp.ftz %.3f, ex2.ftz + 2 Newton steps %.3f\n",
+         "ex2+newton %.3f, ex2/rcp.ftz %.3f, ex2.ftz + 2 Newton steps %.3f, pairs: clamp %.3f, "
+         "abs %.3f\n",
          NAME, swish_error_ulp16<0>(), swish_error_ulp16<1>(), swish_error_ulp16<2>(),
-         swish_error_ulp16<3>(), swish_error_ulp16<4>());
+         swish_error_ulp16<3>(), swish_error_ulp16<4>(), swish_error_ulp16<5>(),
+         swish_error_ulp16<6>());
   printf("%-18s", "M x N x K");
   for (int kind : kKinds.k) printf(" %9s", kKindNames[kind]);
-  printf("  (us)\n");
+  printf("  (us)\n%-18s", "stages/smem KiB");
+  print_stages(std::make_integer_sequence<int, kNumKinds>{});
+  printf("\n");
   for (auto& s : shapes) {
     const int m = s[0], n = s[1], k = s[2];
     const float scale = 2.0f / std::sqrt(float(k)) * 1.7f;

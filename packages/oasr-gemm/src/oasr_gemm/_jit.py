@@ -5,11 +5,15 @@ split-K / Stream-K); the activation is compiled into the epilogue
 
     oasr_gemm_<dtype>        the production module of one dtype: the default config, the basis
                              and the configs the shipped tuning file names, the identity
-                             epilogue (gemm: bias and C, no activation)
+                             epilogue (gemm: a bias, no activation)
     oasr_gemm_<act>_<dtype>  the same configs with activation <act> (relu, swish, gelu,
                              gelu_tanh), built on the first gemm_activation call that asks for it
-    oasr_gemm_tune[_<act>]_<dtype>_<c> one tuning config in one dtype (built when a tuning run or
-                               a tuning entry asks for it: a tuning run measures fp16 only)
+    oasr_gemm[_<act>]_<dtype>_c  the sm90 configs' kernels that add a matrix C, built on the
+                             first call with one (the sm80 lane's kernels take C at run time;
+                             include/oasr/gemm/gemm_sm90_template.cuh says why sm90's do not)
+    oasr_gemm_tune[_<act>]_<dtype>_<config>[_c] one tuning config in one dtype (built when a
+                               tuning run or a tuning entry asks for it: a tuning run measures
+                               fp16 only)
     oasr_gemm_bmm      bmm: per dtype and B layout, the launcher with the general lane (CUTLASS
                        2.x) and a unit per config of the tuned lane (sm90, configs.BMM_TUNED)
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
@@ -68,24 +72,34 @@ def _activation_tag(activation: str) -> str:
     return "" if activation == "identity" else f"{activation}_"
 
 
-def function_name(config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity") -> str:
-    """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``, or with an
-    activation ``gemm_swish_fp16_t128x128x64_c1x1_coop`` (sm80: ``gemm_fp16_s80_...``, and
-    ``<function>_workspace``)."""
-    return f"gemm_{_activation_tag(activation)}{dtype}_{config.id}"
+def adds_c(config: GemmConfig | Sm80Config, with_c: bool) -> bool:
+    """Whether the kernel a call with (or without) a matrix C runs is one built to add it: the
+    sm90 lane's are built either way, the sm80 lane's take C at run time."""
+    return with_c and config.lane != SM80_LANE
+
+
+def function_name(
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
+) -> str:
+    """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``, with an
+    activation ``gemm_swish_fp16_t128x128x64_c1x1_coop``, adding a matrix C ``..._coop_c``
+    (sm80: ``gemm_fp16_s80_...`` for calls with C or without, and ``<function>_workspace``)."""
+    tail = "_c" if adds_c(config, with_c) else ""
+    return f"gemm_{_activation_tag(activation)}{dtype}_{config.id}{tail}"
 
 
 def render_context(
-    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity"
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> dict:
+    tail = "_c" if adds_c(config, with_c) else ""
     context = {
         "config_id": config.id,
-        "variant": f"{_activation_tag(activation)}{config.id}",
+        "variant": f"{_activation_tag(activation)}{config.id}{tail}",
         "dtype": dtype,
         "ctype": DTYPES[dtype],
         "activation": activation,
         "activation_functor": ACTIVATION_FUNCTORS[activation],
-        "function": function_name(config, dtype, activation),
+        "function": function_name(config, dtype, activation, with_c),
         "tile_m": config.tile_m,
         "tile_n": config.tile_n,
         "tile_k": config.tile_k,
@@ -102,18 +116,28 @@ def render_context(
         "cluster_m": config.cluster_m,
         "cluster_n": config.cluster_n,
         "cooperative": "true" if config.schedule == "cooperative" else "false",
+        "with_c": "true" if with_c else "false",
+        "other_function": function_name(config, dtype, activation, not with_c),
     }
 
 
 def gen_gemm_module(
-    name: str, configs: list, dtypes=tuple(DTYPES), activation: str = "identity"
+    name: str,
+    configs: list,
+    dtypes=tuple(DTYPES),
+    activation: str = "identity",
+    with_c: bool = False,
 ) -> JitSpec:
-    """One unit per (config, dtype); configs of both lanes may share a module."""
+    """One unit per (config, dtype); configs of both lanes may share a module. ``with_c``: the
+    sm90 configs' kernels that add a matrix C (sm80 configs are refused: theirs take C at run
+    time)."""
+    if with_c and any(c.lane == SM80_LANE for c in configs):
+        raise ValueError("the sm80 lane's kernels take C at run time: no with-C units")
     templates = [
         (
-            f"{function_name(c, dtype, activation)}.cu",
+            f"{function_name(c, dtype, activation, with_c)}.cu",
             SM80_TEMPLATE if c.lane == SM80_LANE else TEMPLATE,
-            render_context(c, dtype, activation),
+            render_context(c, dtype, activation, with_c),
         )
         for c in configs
         for dtype in dtypes
@@ -123,29 +147,42 @@ def gen_gemm_module(
     )
 
 
-def production_module_name(activation: str = "identity", dtype: str = "fp16") -> str:
-    """``oasr_gemm_<dtype>`` for the identity, ``oasr_gemm_<act>_<dtype>`` for an activation.
-    One module per dtype: a model in one dtype builds half the units on first use."""
-    return f"{PRODUCTION_MODULE}_{_activation_tag(activation)}{dtype}"
+def production_module_name(activation: str = "identity", dtype: str = "fp16", with_c=False) -> str:
+    """``oasr_gemm_<dtype>`` for the identity, ``oasr_gemm_<act>_<dtype>`` for an activation,
+    ending ``_c`` for the kernels that add a matrix C. One module per dtype: a model in one dtype
+    builds half the units on first use."""
+    return f"{PRODUCTION_MODULE}_{_activation_tag(activation)}{dtype}{'_c' if with_c else ''}"
 
 
-def gen_production_module(activation: str = "identity", dtype: str = "fp16") -> JitSpec:
+def gen_production_module(
+    activation: str = "identity", dtype: str = "fp16", with_c=False
+) -> JitSpec:
+    chosen = production_configs()
     return gen_gemm_module(
-        production_module_name(activation, dtype),
-        production_configs(),
+        production_module_name(activation, dtype, with_c),
+        [c for c in chosen if c.lane != SM80_LANE] if with_c else chosen,
         dtypes=(dtype,),
         activation=activation,
+        with_c=with_c,
     )
 
 
+def tuning_module_name(
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
+) -> str:
+    tail = "_c" if adds_c(config, with_c) else ""
+    return f"oasr_gemm_tune_{_activation_tag(activation)}{dtype}_{config.id}{tail}"
+
+
 def gen_tuning_module(
-    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity"
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> JitSpec:
     return gen_gemm_module(
-        f"oasr_gemm_tune_{_activation_tag(activation)}{dtype}_{config.id}",
+        tuning_module_name(config, dtype, activation, with_c),
         [config],
         dtypes=(dtype,),
         activation=activation,
+        with_c=adds_c(config, with_c),
     )
 
 
@@ -236,11 +273,17 @@ def gen_head_module() -> JitSpec:
 
 def production_specs(arch) -> list[JitSpec]:
     """The modules `oasr jit prebuild` builds: the GEMM production modules (plain and per
-    activation, per dtype), bmm's, group_gemm's and gemm_log_softmax's two (sm90)."""
+    activation, per dtype, without and with a matrix C), bmm's, group_gemm's and
+    gemm_log_softmax's two (sm90)."""
     if arch is not None and getattr(arch, "major", 9) != 9:
         return []
     return [
-        *(gen_production_module(act, dtype) for act in ACTIVATION_FUNCTORS for dtype in DTYPES),
+        *(
+            gen_production_module(act, dtype, with_c)
+            for with_c in (False, True)
+            for act in ACTIVATION_FUNCTORS
+            for dtype in DTYPES
+        ),
         gen_bmm_module(),
         gen_group_module(),
         gen_log_softmax_module(),
@@ -249,8 +292,8 @@ def production_specs(arch) -> list[JitSpec]:
 
 
 @functools.cache
-def production_module(activation: str = "identity", dtype: str = "fp16"):
-    return gen_production_module(activation, dtype).build_and_load()
+def production_module(activation: str = "identity", dtype: str = "fp16", with_c=False):
+    return gen_production_module(activation, dtype, with_c).build_and_load()
 
 
 @functools.cache
@@ -274,5 +317,7 @@ def head_module():
 
 
 @functools.cache
-def tuning_module(config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity"):
-    return gen_tuning_module(config, dtype, activation).build_and_load()
+def tuning_module(
+    config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
+):
+    return gen_tuning_module(config, dtype, activation, with_c).build_and_load()

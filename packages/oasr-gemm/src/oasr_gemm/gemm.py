@@ -103,17 +103,18 @@ def _check_tma(t: torch.Tensor, name: str, what: str) -> None:
 
 
 @functools.cache
-def _module(config: GemmConfig | Sm80Config, dtype, activation: str):
+def _module(config: GemmConfig | Sm80Config, dtype, activation: str, with_c: bool = False):
     if config in production_configs():
-        return _jit.production_module(activation, _DTYPE_TAGS[dtype])
-    return _jit.tuning_module(config, _DTYPE_TAGS[dtype], activation)
+        return _jit.production_module(activation, _DTYPE_TAGS[dtype], with_c)
+    return _jit.tuning_module(config, _DTYPE_TAGS[dtype], activation, with_c)
 
 
 @functools.cache
-def _kernel(config: GemmConfig | Sm80Config, dtype, activation: str):
-    """The exported function of one variant, looked up once (calls are launch-bound at small M)."""
-    name = _jit.function_name(config, _DTYPE_TAGS[dtype], activation)
-    return getattr(_module(config, dtype, activation), name)
+def _kernel(config: GemmConfig | Sm80Config, dtype, activation: str, with_c: bool = False):
+    """The exported function of one variant, looked up once (calls are launch-bound at small M).
+    ``with_c``: the sm90 kernel that adds a matrix C (`_jit.adds_c`)."""
+    name = _jit.function_name(config, _DTYPE_TAGS[dtype], activation, with_c)
+    return getattr(_module(config, dtype, activation, with_c), name)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,7 +126,7 @@ def _workspace_bytes(config: Sm80Config, dtype, activation: str, M, N, K, device
 
 
 def _run(config: GemmConfig | Sm80Config, dtype, out2d, a2d, b, bias, c2d, activation: str):
-    kernel = _kernel(config, dtype, activation)
+    kernel = _kernel(config, dtype, activation, _jit.adds_c(config, c2d is not None))
     if config.lane != SM80_LANE:
         kernel(out2d, a2d, b, bias, c2d)
         return

@@ -30,6 +30,16 @@ inline int64_t tma_row_stride(const TensorView& t, const char* name) {
   return row_stride;
 }
 
+// The sm90 kernels are built with a matrix C or without (gemm_sm90_template.cuh says why); the
+// dispatcher picks by the call, and a direct call of the other kind gets a clear error.
+inline void check_c_matches(const OptionalTensor& c, bool with_c, const char* function,
+                            const char* other) {
+  if (c.has_value() == with_c) return;
+  TVM_FFI_THROW(ValueError) << function << (with_c ? " adds a matrix C and got none"
+                                                   : " is built without a matrix C and got one")
+                            << ": call " << other;
+}
+
 // out [M, N] = act(a [M, K] · b [N, K]ᵀ + c [M, N] + bias [N]); `run` is one config's kernel
 // (Sm90Gemm or Sm80Gemm, its activation compiled in). `workspace`: the sm80 lane's split-K /
 // Stream-K scratch, `workspace_bytes` what the config needs for the problem (null: none).

@@ -6,20 +6,20 @@
 // the switch took 35.4 us (cooperative 256x128; ping-pong 128x128: 36.1 against 42.6 us). So
 // each activation is its own instantiation, in its own module built on first use (_jit.py).
 //
-// Swish and tanh-GELU take two MUFU operations per element, ex2 and the reciprocal of
-// __fdividef: their fp32 error is a few thousandths of an fp16 ulp. The epilogue's cost at small
-// K is those MUFU operations (16 per clock per SM: about 8 us for 16M outputs) and the issue
-// slots around them. The exponential is the core's softmax_exp2 (ex2.approx.ftz): __expf's
-// ex2.approx without .ftz adds three instructions an element to keep results below 2^-126,
-// which 1 + e rounds away, so the outputs are the same bits (session 24 on the H200: every production config, both dtypes and
-// both activations, bitwise; benchmarks/experiments/epilogue_cost.cu: 2.5-6.5% off linear +
-// Swish at K 256 and 512 on three tile structures; `oasr bench gemm --filter swish`: 0-6.5%,
-// geometric mean of its eight cases 1.25x -> 1.28x PyTorch). A one-MUFU sigmoid through
-// tanh.approx was 60 fp16 ulps off for negative inputs; an ex2 + Newton reciprocal for every
-// element cost more issue slots than the MUFU it saved, and for two to six of every eight
-// elements it gained 1-2% on the cooperative tiles but lost 13-18% on ping-pong 128x128 at
-// 32000x2048x512.
+// Swish and tanh-GELU are x * sigmoid(z): an exponential and a reciprocal, two MUFU operations
+// (16 per clock per SM: about 8 us for 16M outputs), and at small K the epilogue is bound by them.
+// The exponential is the core's softmax_exp2 (ex2.approx.ftz): __expf's ex2.approx without .ftz
+// adds three instructions an element to keep results below 2^-126, which 1 + e rounds away
+// (session 24: the same output bits on every production config, 2.5-6.5% off linear + Swish at
+// K 256 and 512). Session 30: two elements share one reciprocal (times_sigmoid_pair below), 1.5 MUFU
+// operations an element: in the sm90 kernels without C (gemm_sm90_template.cuh), bias + Swish at
+// 8000 x 2048 x 256 fp16 went 31.1-31.4 -> 27.7-28.0 us on the cooperative 128 x 256 tile
+// (benchmarks/experiments/epilogue_cost.cu; 29.3-29.6 with one reciprocal an element). Not kept: a one-MUFU sigmoid through tanh.approx (60 fp16 ulps off for
+// negative inputs); reciprocals by Newton steps (more issue slots than the MUFU saved: 1-2% on
+// cooperative tiles, 13-18% slower on ping-pong, session 24).
 #pragma once
+
+#include <type_traits>
 
 #include <cutlass/array.h>
 #include <cutlass/cutlass.h>
@@ -32,10 +32,32 @@ namespace oasr::gemm {
 struct Relu {
   CUTLASS_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
 };
+// x0 * sigmoid(z0) and x1 * sigmoid(z1) with one reciprocal: 1 / d0 = d1 / (d0 d1), d = 1 + e^-z.
+// Elementwise applies it to the element pairs (2i, 2i + 1) of the fragments CUTLASS visits, which
+// are adjacent columns (an even one and the next) of one row: wgmma's accumulator pairs on sm90,
+// 8-column vectors on the sm80 lane. So a row's outputs depend on that row alone (batch
+// invariance holds), and an output's last fp32 bit also on its partner column's value.
+// e = 2^min(-z log2e, 63) keeps d0 d1 <= 2^126 (rcp_approx_ftz's range) and gives a NaN a finite
+// d, so a NaN stays in its own element. Below z = -43.7 the factor is 2^-63 where e^z is meant:
+// the output is |x| 1.1e-19 instead of smaller (0 either way in fp16; __fdividef's form flushed
+// to 0 from z = -88). Within 0.002 fp16 ulps of float64 on [-30, 30], as the one-element form.
+CUTLASS_DEVICE void times_sigmoid_pair(float x0, float z0, float x1, float z1, float& y0,
+                                       float& y1) {
+  const float d0 = 1.0f + softmax_exp2(fminf(z0 * -kLog2e, 63.0f));
+  const float d1 = 1.0f + softmax_exp2(fminf(z1 * -kLog2e, 63.0f));
+  const float r = rcp_approx_ftz(d0 * d1);
+  y0 = x0 * (r * d1);
+  y1 = x1 * (r * d0);
+}
+
 // x * sigmoid(x)
 struct Swish {
+  static constexpr bool kPairs = true;
   CUTLASS_DEVICE float operator()(float x) const {
     return __fdividef(x, 1.0f + softmax_exp2(x * -kLog2e));
+  }
+  CUTLASS_DEVICE void operator()(float x0, float x1, float& y0, float& y1) const {
+    times_sigmoid_pair(x0, x0, x1, x1, y0, y1);
   }
 };
 // Exact GELU, x * Phi(x), through the normal tail: Phi(-a) = e^(-a^2/2) * P(a) / Q(a), a = |x|,
@@ -63,14 +85,25 @@ struct Gelu {
 };
 // 0.5 x (1 + tanh(u)) is x * sigmoid(2u): one exponential, no cancellation near 0
 struct GeluTanh {
+  static constexpr bool kPairs = true;
+  CUTLASS_DEVICE static float two_u(float x) {
+    return 1.5957691216057307f * (x + 0.044715f * x * x * x);
+  }
   CUTLASS_DEVICE float operator()(float x) const {
-    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return __fdividef(x, 1.0f + softmax_exp2(u * (-2.0f * kLog2e)));
+    return __fdividef(x, 1.0f + softmax_exp2(two_u(x) * -kLog2e));
+  }
+  CUTLASS_DEVICE void operator()(float x0, float x1, float& y0, float& y1) const {
+    times_sigmoid_pair(x0, two_u(x0), x1, two_u(x1), y0, y1);
   }
 };
 
-// CUTLASS's LinCombPerColBiasEltAct takes the activation as a template over the value type and
-// applies its Array form to each fragment (in fp32).
+template <class Fn, class = void>
+struct TakesPairs : std::false_type {};
+template <class Fn>
+struct TakesPairs<Fn, std::void_t<decltype(Fn::kPairs)>> : std::bool_constant<Fn::kPairs> {};
+
+// CUTLASS's epilogues take the activation as a template over the value type and apply its Array
+// form to each fragment (in fp32); a functor with kPairs takes the fragment's elements in pairs.
 template <class Fn>
 struct Elementwise {
   template <class V>
@@ -81,8 +114,19 @@ struct Elementwise {
   struct Op<cutlass::Array<E, N>> {
     CUTLASS_DEVICE cutlass::Array<E, N> operator()(cutlass::Array<E, N> const& x) const {
       cutlass::Array<E, N> y;
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i) y[i] = E(Fn{}(float(x[i])));
+      if constexpr (TakesPairs<Fn>::value) {
+        static_assert(N % 2 == 0, "a fragment of column pairs");
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; i += 2) {
+          float y0, y1;
+          Fn{}(float(x[i]), float(x[i + 1]), y0, y1);
+          y[i] = E(y0);
+          y[i + 1] = E(y1);
+        }
+      } else {
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) y[i] = E(Fn{}(float(x[i])));
+      }
       return y;
     }
   };
