@@ -7,10 +7,15 @@ import pytest
 from oasr_gemm import _jit, configs
 
 
+def _rendered(spec) -> dict:
+    """A spec's rendered units: file name -> text."""
+    return {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+
+
 def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
     c = configs.GemmConfig(64, 128, 64, 2, 1, "pingpong")
     spec = _jit.gen_gemm_module("oasr_gemm_test", [c, configs.DEFAULT])
-    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    rendered = _rendered(spec)
     assert sorted(rendered) == sorted(
         f"gemm_{d}_{x.id}.cu" for d in ("fp16", "bf16") for x in (c, configs.DEFAULT)
     )
@@ -26,7 +31,7 @@ def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
 def test_each_activation_is_compiled_into_its_own_units():
     c = configs.DEFAULT
     spec = _jit.gen_gemm_module("oasr_gemm_test", [c], ("fp16",), activation="gelu_tanh")
-    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    rendered = _rendered(spec)
     assert list(rendered) == [f"gemm_gelu_tanh_fp16_{c.id}.cu"]
     text = rendered[f"gemm_gelu_tanh_fp16_{c.id}.cu"]
     assert "oasr::gemm::GeluTanhAct, false>;" in text
@@ -39,7 +44,7 @@ def test_each_activation_is_compiled_into_its_own_units():
 def test_kernels_that_add_a_matrix_c_are_units_of_their_own():
     c = configs.DEFAULT
     spec = _jit.gen_gemm_module("oasr_gemm_test", [c], ("fp16",), "swish", with_c=True)
-    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    rendered = _rendered(spec)
     assert list(rendered) == [f"gemm_swish_fp16_{c.id}_c.cu"]
     text = rendered[f"gemm_swish_fp16_{c.id}_c.cu"]
     assert "oasr::gemm::SwishAct, true>;" in text
@@ -65,7 +70,7 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
     serial = configs.Sm80Config(64, 128, 64, 32, 64, 4, "serial", 2)
     streamk = configs.Sm80Config(128, 128, 64, 64, 64, 3, "streamk")
     spec = _jit.gen_gemm_module("oasr_gemm_test", [configs.DEFAULT, serial, streamk], ("bf16",))
-    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    rendered = _rendered(spec)
     assert "Sm90Gemm<" in rendered[f"gemm_bf16_{configs.DEFAULT.id}.cu"]  # lanes share a module
     text = rendered[f"gemm_bf16_{serial.id}.cu"]
     assert "Sm80Gemm<cutlass::bfloat16_t, 64, 128, 64,\n" in text
@@ -76,7 +81,7 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
     assert "oasr::gemm::SplitK::kStreamK, 1," in rendered[f"gemm_bf16_{streamk.id}.cu"]
     swish = _jit.gen_tuning_module(serial, "fp16", "swish")
     assert swish.name == f"oasr_gemm_tune_swish_fp16_{serial.id}"
-    (unit,) = [s.text for s in swish.sources if getattr(s, "text", None)]
+    (unit,) = _rendered(swish).values()
     assert "oasr::gemm::SwishAct>;" in unit
 
 
@@ -112,7 +117,7 @@ def test_bmm_units_per_dtype_and_b_layout():
     """A launcher unit (with the general lane) per (dtype, B layout), and a unit per tuned
     config, which the launcher lists largest tile first."""
     spec = _jit.gen_bmm_module()
-    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    rendered = _rendered(spec)
     pairs = [(d, lay) for d in ("fp16", "bf16") for lay in ("b_row", "b_col")]
     tuned = [c.id for c in configs.BMM_TUNED]
     assert sorted(rendered) == sorted(
@@ -139,13 +144,13 @@ def test_bmm_tuned_configs_are_buildable_and_ordered():
 
 def test_a_bmm_module_without_tuned_configs_has_no_table():
     spec = _jit.gen_bmm_module("oasr_gemm_bmm_general", ("fp16",), ("b_row",), ())
-    (text,) = [s.text for s in spec.sources if getattr(s, "text", None)]
+    (text,) = _rendered(spec).values()
     assert "kTuned = nullptr" in text and "kNumTuned = 0" in text
 
 
 def test_group_gemm_units_one_per_dtype():
     spec = _jit.gen_group_module()
-    rendered = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    rendered = _rendered(spec)
     assert sorted(rendered) == ["group_gemm_bf16.cu", "group_gemm_fp16.cu"]
     assert "launch_group_gemm<cutlass::half_t>" in rendered["group_gemm_fp16.cu"]
     assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(group_gemm_bf16, run);" in rendered["group_gemm_bf16.cu"]
