@@ -293,9 +293,10 @@ namespace fu = cutlass::epilogue::fusion;
 template <template <class> class Act, class TileShape>
 using BiasActNoC = fu::Sm90EVT<
     fu::Sm90Compute<Act, T, float, cutlass::FloatRoundStyle::round_to_nearest>,
-    fu::Sm90EVT<fu::Sm90Compute<cutlass::plus, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
-                fu::Sm90AccFetch,
-                fu::Sm90RowBroadcast<0, TileShape, T, float, cute::Stride<cute::_0, cute::_1, int64_t>>>>;
+    fu::Sm90EVT<
+        fu::Sm90Compute<cutlass::plus, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
+        fu::Sm90AccFetch,
+        fu::Sm90RowBroadcast<0, TileShape, T, float, cute::Stride<cute::_0, cute::_1, int64_t>>>>;
 
 template <int kKind, class TileShape>
 struct FusionOf {
@@ -328,8 +329,8 @@ struct Variant {
   using ElementC = std::conditional_t<(kKind >= 20), void, T>;  // kinds 20, 21: no C in smem
   using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC, cutlass::layout::RowMajor,
-      8, T, cutlass::layout::RowMajor, 8, EpiSchedule,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC,
+      cutlass::layout::RowMajor, 8, T, cutlass::layout::RowMajor, 8, EpiSchedule,
       typename FusionOf<kKind, TileShape>::type>::CollectiveOp;
   using Main = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, cutlass::layout::RowMajor, 8, T,

@@ -7,16 +7,17 @@
 // each activation is its own instantiation, in its own module built on first use (_jit.py).
 //
 // Swish and tanh-GELU are x * sigmoid(z): an exponential and a reciprocal, two MUFU operations
-// (16 per clock per SM: about 8 us for 16M outputs), and at small K the epilogue is bound by them.
-// The exponential is the core's softmax_exp2 (ex2.approx.ftz): __expf's ex2.approx without .ftz
-// adds three instructions an element to keep results below 2^-126, which 1 + e rounds away
+// (16 per clock per SM: about 8 us for 16M outputs), and at small K the epilogue is bound by
+// them. The exponential is the core's softmax_exp2 (ex2.approx.ftz): __expf's ex2.approx without
+// .ftz adds three instructions an element to keep results below 2^-126, which 1 + e rounds away
 // (session 24: the same output bits on every production config, 2.5-6.5% off linear + Swish at
-// K 256 and 512). Session 30: two elements share one reciprocal (times_sigmoid_pair below), 1.5 MUFU
-// operations an element: in the sm90 kernels without C (gemm_sm90_template.cuh), bias + Swish at
-// 8000 x 2048 x 256 fp16 went 31.1-31.4 -> 27.7-28.0 us on the cooperative 128 x 256 tile
-// (benchmarks/experiments/epilogue_cost.cu; 29.3-29.6 with one reciprocal an element). Not kept: a one-MUFU sigmoid through tanh.approx (60 fp16 ulps off for
-// negative inputs); reciprocals by Newton steps (more issue slots than the MUFU saved: 1-2% on
-// cooperative tiles, 13-18% slower on ping-pong, session 24).
+// K 256 and 512). Session 30: two elements share one reciprocal (times_sigmoid_pair below), 1.5
+// MUFU operations an element: in the sm90 kernels without C (gemm_sm90_template.cuh), bias +
+// Swish at 8000 x 2048 x 256 fp16 went 31.1-31.4 -> 27.7-28.0 us on the cooperative 128 x 256
+// tile (benchmarks/experiments/epilogue_cost.cu; 29.3-29.6 with one reciprocal an element). Not
+// kept: a one-MUFU sigmoid through tanh.approx (60 fp16 ulps off for negative inputs);
+// reciprocals by Newton steps (more issue slots than the MUFU saved: 1-2% on cooperative tiles,
+// 13-18% slower on ping-pong, session 24).
 #pragma once
 
 #include <type_traits>

@@ -43,13 +43,14 @@ namespace fusion = cutlass::epilogue::fusion;
 
 // act(acc + bias[col]) in fp32, D in T: the bias a row of N broadcast over the rows (a null
 // pointer reads as zeros), no C
+constexpr auto kRoundToNearest = cutlass::FloatRoundStyle::round_to_nearest;
 template <template <class> class Activation, class T, class TileShape>
 using BiasActEpilogue = fusion::Sm90EVT<
-    fusion::Sm90Compute<Activation, T, float, cutlass::FloatRoundStyle::round_to_nearest>,
-    fusion::Sm90EVT<
-        fusion::Sm90Compute<cutlass::plus, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
-        fusion::Sm90AccFetch,
-        fusion::Sm90RowBroadcast<0, TileShape, T, float, cute::Stride<cute::_0, cute::_1, int64_t>>>>;
+    fusion::Sm90Compute<Activation, T, float, kRoundToNearest>,
+    fusion::Sm90EVT<fusion::Sm90Compute<cutlass::plus, float, float, kRoundToNearest>,
+                    fusion::Sm90AccFetch,
+                    fusion::Sm90RowBroadcast<0, TileShape, T, float,
+                                             cute::Stride<cute::_0, cute::_1, int64_t>>>>;
 
 template <typename T, int kTileM, int kTileN, int kTileK, int kClusterM, int kClusterN,
           bool kCooperative, template <class> class Activation, bool kWithC>
