@@ -78,23 +78,26 @@ def adds_c(config: GemmConfig | Sm80Config, with_c: bool) -> bool:
     return with_c and config.lane != SM80_LANE
 
 
+def _c_tail(config: GemmConfig | Sm80Config, with_c: bool) -> str:
+    """``_c`` on the names of a kernel built to add C (and of its tuning module)."""
+    return "_c" if adds_c(config, with_c) else ""
+
+
 def function_name(
     config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> str:
     """The exported function of one variant: ``gemm_fp16_t128x128x64_c1x1_coop``, with an
     activation ``gemm_swish_fp16_t128x128x64_c1x1_coop``, adding a matrix C ``..._coop_c``
     (sm80: ``gemm_fp16_s80_...`` for calls with C or without, and ``<function>_workspace``)."""
-    tail = "_c" if adds_c(config, with_c) else ""
-    return f"gemm_{_activation_tag(activation)}{dtype}_{config.id}{tail}"
+    return f"gemm_{_activation_tag(activation)}{dtype}_{config.id}{_c_tail(config, with_c)}"
 
 
 def render_context(
     config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> dict:
-    tail = "_c" if adds_c(config, with_c) else ""
     context = {
         "config_id": config.id,
-        "variant": f"{_activation_tag(activation)}{config.id}{tail}",
+        "variant": f"{_activation_tag(activation)}{config.id}{_c_tail(config, with_c)}",
         "dtype": dtype,
         "ctype": DTYPES[dtype],
         "activation": activation,
@@ -170,8 +173,8 @@ def gen_production_module(
 def tuning_module_name(
     config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> str:
-    tail = "_c" if adds_c(config, with_c) else ""
-    return f"oasr_gemm_tune_{_activation_tag(activation)}{dtype}_{config.id}{tail}"
+    tag = _activation_tag(activation)
+    return f"oasr_gemm_tune_{tag}{dtype}_{config.id}{_c_tail(config, with_c)}"
 
 
 def gen_tuning_module(
