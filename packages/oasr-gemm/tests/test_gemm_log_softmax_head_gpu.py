@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from gemm_head_helpers import TOLERANCES
+from gemm_head_helpers import TOLERANCES, replay_in_graph
 from gemm_head_helpers import head_operands as _operands
 from gemm_head_helpers import randn as _randn
 from gemm_head_helpers import reference as _reference
@@ -94,6 +94,37 @@ def test_rows_do_not_depend_on_m(dtype):
     full = oasr_gemm.gemm_log_softmax(A, B, C)
     for lo, hi in [(37, 38), (64, 128), (250, 300)]:
         assert torch.equal(oasr_gemm.gemm_log_softmax(A[lo:hi], B, C), full[lo:hi])
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_a_head_reading_the_previous_heads_output_waits_for_it(graph):
+    """Launched as the programmatic dependent of the kernel before it, the head may start while
+    that kernel still writes: here the first head's output (NaN-poisoned before it runs) is the
+    second head's A, and the first head lets dependents start before its stores (8000 rows: 125
+    CTAs, so the second head's first CTAs find free SMs). The second reads A only after
+    griddepcontrol.wait, so it sees the first head's rows, eagerly and replayed from a graph."""
+    dtype = torch.float16
+    A, B, C = _operands(8000, 256, 256, dtype)
+    # the first head's log-probabilities are all near -5.5: small weights keep the second head's
+    # logits under 8, where the tolerances' one-ulp rounding allowance holds
+    B2 = _randn(100, 256, dtype=dtype, seed=3, scale=0.02)
+    C2 = _randn(100, dtype=dtype, seed=4)
+    first = torch.empty(8000, 256, device="cuda", dtype=dtype)
+    second = torch.empty(8000, 100, device="cuda", dtype=dtype)
+
+    def call():
+        first.fill_(float("nan"))
+        oasr_gemm.gemm_log_softmax(A, B, C, out=first)
+        oasr_gemm.gemm_log_softmax(first, B2, C2, out=second)
+
+    if graph:
+        replay_in_graph(call, second)
+    else:
+        second.fill_(float("nan"))
+        call()
+    rtol, atol = TOLERANCES[dtype]
+    torch.testing.assert_close(first.double(), _reference(A, B, C), rtol=rtol, atol=atol)
+    torch.testing.assert_close(second.double(), _reference(first, B2, C2), rtol=rtol, atol=atol)
 
 
 def test_calls_it_leaves_to_the_two_passes_are_right():

@@ -16,6 +16,9 @@ where it beats the two passes (`cluster_head_wins`: odd vocabularies up to 3072 
 5M to 9M outputs, up to 1100 at K <= 512 from 1.5M to 9M); at an aligned V 5000 it runs
 0.7-0.8x of them.
 
+Both fused heads are launched as programmatic dependents of the kernel before them: they set up
+while it finishes and read nothing before it is complete (``griddepcontrol.wait``).
+
 Otherwise two passes: the GEMM writes the logits (into the output, or a padded buffer for an odd V),
 then a row pass (``oasr/common/softmax.cuh``, the kernels of oasr-norm's softmax) reads each row
 once (into registers up to V = 16384) and writes its log_softmax once. PyTorch's

@@ -147,6 +147,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+  // launched as a programmatic dependent (log_softmax_head_sm90.cu): global memory from here on
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   for (int c = threadIdx.x; c < layout.chunks * kChunkN; c += kThreads) {
     const int col = n0 + c;
     smem_bias[c] = col >= V ? kNegInf : bias != nullptr ? to_float(bias[col]) : 0.0f;
@@ -237,6 +239,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   __syncthreads();  // every warpgroup's row stats are in place; the logits are parked
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // the MMAs are done
   if (threadIdx.x < kRows) {
     float2 v = group_stats[threadIdx.x][0];
 #pragma unroll
@@ -311,13 +314,15 @@ void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, i
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = layout.bytes() + 1024;  // + the 1024-byte alignment
   config.stream = scope.stream();
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = unsigned(cluster);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attributes[2] = {};
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = unsigned(cluster);
+  attributes[0].val.clusterDim.y = 1;
+  attributes[0].val.clusterDim.z = 1;
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attributes;
+  config.numAttrs = 2;
   check_cuda_status(cudaLaunchKernelEx(&config, kernel, maps, static_cast<const T*>(bias),
                                        reinterpret_cast<T*>(data_bytes(out)), int(M), int(V),
                                        layout),

@@ -23,7 +23,10 @@
 // and V <= 512 from 2000 rows"). Session 28: warpgroups of 128 columns where they compute fewer
 // padding columns, 8000 x 33 x 256 7.6 -> 5.8 µs, 8000 x 300 x 256 11.1-11.5 -> 8.5. Session 29:
 // staged rows padded where their stores had 4-8-way bank conflicts, 8000 x 512 x 256 11.6 -> 10.1
-// µs, 8000 x 383 x 256 11.0 -> 9.3.
+// µs, 8000 x 383 x 256 11.0 -> 9.3. Session 31: launched as a programmatic dependent, 8000 x
+// 500 x 256 10.06 -> 9.84 µs after another head (2-9% by shape), no change after a layer norm or
+// a cuBLAS linear (kernels that do not let dependents start early); B multicast over clusters of
+// 2 or 4 CTAs was slower (benchmarks/experiments/ctc_head_multicast.patch).
 #include <cmath>
 
 #include "head_sm90.cuh"
@@ -79,6 +82,9 @@ __device__ __forceinline__ void copy_realigned(T* dst, const T* src, int vectors
 
 // kGroups warpgroups of kGroupCols columns (wgmma N: 128 or 256): the launcher takes the layout
 // with the fewest columns that cover V, since columns past V cost MMAs and epilogue work alike.
+// Launched as a programmatic dependent of the previous kernel in the stream: it initialises its
+// barriers while that kernel finishes and touches global memory only after griddepcontrol.wait
+// (which returns once the previous kernel is complete and its writes visible).
 template <typename T, int kGroups, int kGroupCols>
 __global__ void __launch_bounds__(kGroups * 128, 1)
     log_softmax_head_kernel(const __grid_constant__ HeadMaps maps, const T* __restrict__ bias,
@@ -105,6 +111,9 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   if (threadIdx.x == 0) {
     for (int i = 0; i < kStages; ++i) barrier_init(&s.full[i]);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // A, B, bias and out are ours from here
+  if (threadIdx.x == 0) {
     for (int i = 0; i < kStages && i < chunks; ++i) load_chunk(i, i);
   }
   for (int c = threadIdx.x; c < kCols; c += kThreads) {
@@ -135,6 +144,8 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
     }
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  // the next kernel may start its set-up (its griddepcontrol.wait still waits for this one)
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 
   // acc[4 j + 2 h + e]: row 16 warp + lane / 4 + 8 h of the CTA, column
   // kGroupCols group + 8 j + 2 (lane % 4) + e (the m64nNk16 accumulator layout)
@@ -267,11 +278,20 @@ void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, i
   static std::atomic<uint64_t> opted_in{0};  // per device
   auto kernel = log_softmax_head_kernel<T, kGroups, kGroupCols>;
   opt_in_shared_memory(kernel, smem_bytes, scope.device_id(), opted_in, "the one-kernel head");
-  const dim3 grid(unsigned((M + kRows - 1) / kRows));
-  kernel<<<grid, kGroups * 128, smem_bytes, scope.stream()>>>(
-      maps, static_cast<const T*>(bias), reinterpret_cast<T*>(data_bytes(out)), int(M), int(K),
-      int(V));
-  OASR_CHECK_LAUNCH("the one-kernel head");
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned((M + kRows - 1) / kRows));
+  config.blockDim = dim3(kGroups * 128);
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream = scope.stream();
+  cudaLaunchAttribute dependent{};  // programmatic dependent launch (the kernel's comment)
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &dependent;
+  config.numAttrs = 1;
+  check_cuda_status(cudaLaunchKernelEx(&config, kernel, maps, static_cast<const T*>(bias),
+                                       reinterpret_cast<T*>(data_bytes(out)), int(M), int(K),
+                                       int(V)),
+                    "launching the one-kernel head");
 }
 
 // out [M, V] (contiguous, 16-byte aligned) = log_softmax(a [M, K] · b [V, K]ᵀ + bias [V]):
