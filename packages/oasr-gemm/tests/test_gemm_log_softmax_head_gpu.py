@@ -2,9 +2,10 @@
 speed rule's row bars set to 1): against a float64 reference
 over odd and aligned M, K and V (K from one chunk of 64 to many, V at both edges of each
 warpgroup layout: one or three of 128 columns, one or two of 256), with and without a bias,
-N-D and row-strided A, fp16 and bf16; rows bitwise independent of M; the calls it leaves to
-the two passes; the launcher's refusals. Its CUDA-graph capture is test_gemm_log_softmax_gpu.py's
-(V 500 at 2000 rows)."""
+N-D and row-strided A, fp16 and bf16; rows bitwise independent of M; a head whose A the kernel
+before it writes (its dependent launch waits), eagerly and from a CUDA graph; the calls it
+leaves to the two passes; the launcher's refusals. Its plain CUDA-graph capture is
+test_gemm_log_softmax_gpu.py's (V 500 at 2000 rows)."""
 
 from __future__ import annotations
 
