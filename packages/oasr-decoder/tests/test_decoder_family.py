@@ -11,7 +11,7 @@ import textwrap
 
 import oasr_decoder
 import oasr_jit
-from oasr_decoder._family import EXPORTS, FAMILY
+from oasr_decoder._family import FAMILY, OPS
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
@@ -32,8 +32,8 @@ def test_registered_through_the_entry_point():
 
 
 def test_exports_resolve_and_do_not_clash():
-    assert set(EXPORTS) <= set(dir(oasr_decoder))
-    for name in EXPORTS:
+    assert set(OPS) <= set(dir(oasr_decoder))
+    for name in OPS:
         assert getattr(oasr_decoder, name) is not None
     others = {
         name: family.name
@@ -41,7 +41,7 @@ def test_exports_resolve_and_do_not_clash():
         if family.name != "decoder"
         for name in family.exports
     }
-    assert not set(EXPORTS) & set(others), {n: others[n] for n in set(EXPORTS) & set(others)}
+    assert not set(OPS) & set(others), {n: others[n] for n in set(OPS) & set(others)}
     import oasr
 
     assert oasr.CtcPrefixBeamSearch is oasr_decoder.CtcPrefixBeamSearch

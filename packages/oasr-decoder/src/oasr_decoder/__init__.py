@@ -13,32 +13,7 @@ from __future__ import annotations
 
 from oasr_jit.families import lazy_package
 
+from ._family import OPS, SUBMODULES
 from ._version import __version__  # noqa: F401
 
-# public name -> submodule defining it
-_NAMES = {
-    **dict.fromkeys(
-        (
-            "CtcGreedySearch",
-            "CtcPrefixBeamSearch",
-            "CtcStreamingDecoder",
-            "ContextGraph",
-            "Hypothesis",
-            "ctc_greedy_search",
-            "ctc_prefix_beam_search",
-        ),
-        "ctc",
-    ),
-    **dict.fromkeys(
-        ("CtcDecodeResult", "GpuStreamingDecoder", "ctc_beam_search_decode", "ctc_greedy_decode"),
-        "ctc_cuda",
-    ),
-    **dict.fromkeys(
-        ("TokenSpan", "WordSpan", "path_to_spans", "hypothesis_spans", "group_words"),
-        "alignment",
-    ),
-    **dict.fromkeys(("topk", "TopK"), "topk_cuda"),
-}
-_SUBMODULES = ("ctc", "ctc_cuda", "alignment", "topk_cuda")
-
-__getattr__, __dir__, __all__ = lazy_package(__name__, _NAMES, _SUBMODULES)
+__getattr__, __dir__, __all__ = lazy_package(__name__, OPS, SUBMODULES)

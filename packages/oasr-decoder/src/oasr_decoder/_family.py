@@ -8,30 +8,34 @@ from oasr_jit import Family
 
 from ._version import __version__
 
-EXPORTS = (
-    # CTC decoders (CPU)
-    "CtcGreedySearch",
-    "CtcPrefixBeamSearch",
-    "CtcStreamingDecoder",
-    "ContextGraph",
-    "Hypothesis",
-    "ctc_greedy_search",
-    "ctc_prefix_beam_search",
-    # CTC decoders (GPU)
-    "CtcDecodeResult",
-    "GpuStreamingDecoder",
-    "ctc_beam_search_decode",
-    "ctc_greedy_decode",
-    # alignment
-    "TokenSpan",
-    "WordSpan",
-    "path_to_spans",
-    "hypothesis_spans",
-    "group_words",
-    # top-k (GPU)
-    "topk",
-    "TopK",
-)
+#: public name -> the submodule defining it: the package's lazy table (`__init__`) and the
+#: names the `oasr` metapackage re-exports, one list
+OPS = {
+    **dict.fromkeys(
+        (
+            "CtcGreedySearch",
+            "CtcPrefixBeamSearch",
+            "CtcStreamingDecoder",
+            "ContextGraph",
+            "Hypothesis",
+            "ctc_greedy_search",
+            "ctc_prefix_beam_search",
+        ),
+        "ctc",
+    ),
+    **dict.fromkeys(
+        ("CtcDecodeResult", "GpuStreamingDecoder", "ctc_beam_search_decode", "ctc_greedy_decode"),
+        "ctc_cuda",
+    ),
+    **dict.fromkeys(
+        ("TokenSpan", "WordSpan", "path_to_spans", "hypothesis_spans", "group_words"),
+        "alignment",
+    ),
+    **dict.fromkeys(("topk", "TopK"), "topk_cuda"),
+}
+
+#: submodules reachable as attributes of the package
+SUBMODULES = ("ctc", "ctc_cuda", "alignment", "topk_cuda")
 
 
 def _production_specs(arch):
@@ -46,5 +50,5 @@ FAMILY = Family(
     module="oasr_decoder",
     include_dir=Path(__file__).resolve().parent / "include",
     production_specs=_production_specs,
-    exports=EXPORTS,
+    exports=tuple(OPS),
 )

@@ -16,17 +16,7 @@ from __future__ import annotations
 
 from oasr_jit.families import lazy_package
 
+from ._family import OPS, SUBMODULES
 from ._version import __version__  # noqa: F401
 
-_OPS = {
-    **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
-    "gemm_log_softmax": "head",
-    **dict.fromkeys(("bmm", "bmm_lane"), "batched"),
-    "group_gemm": "grouped",
-    **dict.fromkeys(
-        ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"
-    ),
-}
-_SUBMODULES = ("configs", "twins", "selection")
-
-__getattr__, __dir__, __all__ = lazy_package(__name__, _OPS, _SUBMODULES)
+__getattr__, __dir__, __all__ = lazy_package(__name__, OPS, SUBMODULES)

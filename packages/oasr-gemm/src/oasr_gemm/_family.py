@@ -8,14 +8,20 @@ from oasr_jit import Family
 
 from ._version import __version__
 
-EXPORTS = (
-    "gemm",
-    "gemm_activation",
-    "gemm_log_softmax",
-    "bmm",
-    "group_gemm",
-    "select_default_config",
-)
+#: public name -> the submodule defining it: the package's lazy table (`__init__`) and the
+#: names the `oasr` metapackage re-exports, one list
+OPS = {
+    **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
+    "gemm_log_softmax": "head",
+    **dict.fromkeys(("bmm", "bmm_lane"), "batched"),
+    "group_gemm": "grouped",
+    **dict.fromkeys(
+        ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"
+    ),
+}
+
+#: submodules reachable as attributes of the package
+SUBMODULES = ("configs", "twins", "selection")
 
 
 def _production_specs(arch):
@@ -30,5 +36,5 @@ FAMILY = Family(
     module="oasr_gemm",
     include_dir=Path(__file__).resolve().parent / "include",
     production_specs=_production_specs,
-    exports=EXPORTS,
+    exports=tuple(OPS),
 )

@@ -25,6 +25,7 @@ _EXPORTS = {
     "gen_jit_spec": "core",
     "render_template": "core",
     "clear_cache": "cache",
+    "check_tensor": "checks",
     "is_complete_shared_object": "elf",
     "JitBuildError": "errors",
     "JitBuildLockTimeout": "errors",

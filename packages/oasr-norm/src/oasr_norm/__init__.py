@@ -13,21 +13,7 @@ from __future__ import annotations
 
 from oasr_jit.families import lazy_package
 
+from ._family import OPS, SUBMODULES
 from ._version import __version__  # noqa: F401
 
-# public name -> submodule defining it
-_OPS = {
-    **dict.fromkeys(
-        ("layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm", "bias_norm",
-         "batch_norm1d", "fold_batch_norm", "group_norm"),
-        "norm",
-    ),
-    **dict.fromkeys(
-        ("gelu", "gelu_tanh", "sigmoid", "tanh", "relu", "swish", "swoosh_l", "swoosh_r", "glu"),
-        "activation",
-    ),
-    **dict.fromkeys(("softmax", "log_softmax", "masked_softmax"), "softmax"),
-}  # fmt: skip
-_SUBMODULES = ("layers", "twins", "bench")
-
-__getattr__, __dir__, __all__ = lazy_package(__name__, _OPS, _SUBMODULES)
+__getattr__, __dir__, __all__ = lazy_package(__name__, OPS, SUBMODULES)

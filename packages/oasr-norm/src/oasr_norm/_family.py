@@ -8,31 +8,23 @@ from oasr_jit import Family
 
 from ._version import __version__
 
-EXPORTS = (
-    # normalization
-    "layer_norm",
-    "rms_norm",
-    "add_layer_norm",
-    "add_rms_norm",
-    "bias_norm",
-    "batch_norm1d",
-    "fold_batch_norm",
-    "group_norm",
-    # activations
-    "gelu",
-    "gelu_tanh",
-    "sigmoid",
-    "tanh",
-    "relu",
-    "swish",
-    "swoosh_l",
-    "swoosh_r",
-    "glu",
-    # softmax
-    "softmax",
-    "log_softmax",
-    "masked_softmax",
-)
+#: public name -> the submodule defining it: the package's lazy table (`__init__`) and the
+#: names the `oasr` metapackage re-exports, one list
+OPS = {
+    **dict.fromkeys(
+        ("layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm", "bias_norm",
+         "batch_norm1d", "fold_batch_norm", "group_norm"),
+        "norm",
+    ),
+    **dict.fromkeys(
+        ("gelu", "gelu_tanh", "sigmoid", "tanh", "relu", "swish", "swoosh_l", "swoosh_r", "glu"),
+        "activation",
+    ),
+    **dict.fromkeys(("softmax", "log_softmax", "masked_softmax"), "softmax"),
+}  # fmt: skip
+
+#: submodules reachable as attributes of the package
+SUBMODULES = ("layers", "twins", "bench")
 
 
 def _production_specs(arch):
@@ -47,5 +39,5 @@ FAMILY = Family(
     module="oasr_norm",
     include_dir=Path(__file__).resolve().parent / "include",
     production_specs=_production_specs,
-    exports=EXPORTS,
+    exports=tuple(OPS),
 )
