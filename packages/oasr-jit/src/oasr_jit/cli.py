@@ -329,17 +329,20 @@ def _check_bench_args(args) -> None:
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path and not Path(path).resolve().parent.is_dir():
             raise SystemExit(f"oasr: error: {option} {path}: its directory does not exist")
+    if args.publish and not Path(args.publish).is_dir():
+        raise SystemExit(f"oasr: error: --publish {args.publish}: no such directory")
     families = bench.bench_families()
     if args.family not in families:
         known = ", ".join(families) or "none installed"
         raise SystemExit(
             f"oasr: error: no benchmark routines for family {args.family!r} (installed: {known})"
         )
-    if args.plot:
+    if args.plot or args.publish:
         try:
             bench.require_matplotlib()
         except ImportError as exc:
-            raise SystemExit(f"oasr: error: --plot: {exc}") from exc
+            option = "--plot" if args.plot else "--publish"
+            raise SystemExit(f"oasr: error: {option}: {exc}") from exc
 
 
 def _print_progress(idx: int, total: int, result: dict) -> None:
@@ -373,6 +376,9 @@ def cmd_bench(args) -> int:
     if args.plot:
         bench.plot(args.plot, results, header)
         print(f"wrote {args.plot}")
+    if args.publish:
+        for path in bench.publish(args.publish, header, results):
+            print(f"wrote {path}")
     return 1 if any(r["error"] for r in results) else 0
 
 
@@ -451,6 +457,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the ratios (needs matplotlib)")
+    p.add_argument(
+        "--publish",
+        metavar="DIR",
+        help="write DIR/<gpu>_<family>.json and .png, then regenerate DIR/<gpu>.md and the "
+        "measured table of DIR/../<family>.md from every published file (e.g. docs/perf)",
+    )
     p.add_argument(
         "--reps",
         type=int,
