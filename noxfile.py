@@ -45,7 +45,7 @@ def _python(session: nox.Session) -> str:
 def _local_packages() -> list[Path]:
     """Every package directory, the core first (others depend on it)."""
     found = sorted(p for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())
-    return sorted(found, key=lambda p: (p.name != "oasr-jit", p.name == "oasr", p.name))
+    return sorted(found, key=lambda p: (p.name != "oasr-jit", p.name == "oasr-kernels", p.name))
 
 
 def _families() -> dict[str, Path]:
@@ -120,8 +120,11 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def wheels(session: nox.Session) -> None:
-    """Build every wheel, install them (not editable) into a clean env, run the tests from them."""
-    dist = Path(tempfile.mkdtemp(prefix="oasr-wheels-"))
+    """Build every wheel into dist/, install them (not editable) into a clean env, run the tests
+    from them. Afterwards `pip install --find-links dist oasr-kernels` installs from dist/."""
+    dist = ROOT / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    dist.mkdir()
     packages = _local_packages()
     env = {}
     if _no_venv(session):
@@ -132,7 +135,7 @@ def wheels(session: nox.Session) -> None:
         for pkg in packages:
             session.run(python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                         "-w", str(dist), str(pkg), silent=True)  # fmt: skip
-        site = dist / "site"
+        site = Path(tempfile.mkdtemp(prefix="oasr-wheels-site-"))
         session.run(python, "-m", "pip", "install", "--no-index", "--no-deps", "--target",
                     str(site), *map(str, sorted(dist.glob("*.whl"))), silent=True)  # fmt: skip
         env["PYTHONPATH"] = str(site)
@@ -153,7 +156,7 @@ def wheels(session: nox.Session) -> None:
     for pkg in packages:
         if not (pkg / "tests").is_dir():
             continue
-        target = dist / "tests" / pkg.name
+        target = Path(tempfile.mkdtemp(prefix="oasr-wheels-tests-")) / pkg.name
         shutil.copytree(pkg / "tests", target)
         session.run(python, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(target),
                     str(target), *session.posargs, env=env)  # fmt: skip
@@ -197,6 +200,25 @@ def _family_arch_session(name: str, pkg: Path, sm: str, arch: str) -> None:
     )
 
 
+def _family_bench_session(name: str, pkg: Path) -> None:
+    @nox.session(name=f"bench-{name}")
+    def family_bench(session: nox.Session) -> None:
+        if not _no_venv(session):
+            session.error(
+                f"bench-{name} times a GPU with the interpreter's CUDA build of torch: run "
+                f"`nox --no-venv -s bench-{name}` where the packages (and their [bench] extra) "
+                "are installed"
+            )
+        _install(session, PACKAGES / "oasr-jit", pkg)
+        session.run(_python(session), "-m", "oasr_jit.cli", "bench", name, "--publish",
+                    str(ROOT / "docs" / "perf"), *session.posargs)  # fmt: skip
+
+    family_bench.__doc__ = (
+        f"Measure the {name} family on this GPU and publish it: docs/perf/<gpu>_{name}.json and "
+        ".png, and the Markdown generated from them (extra arguments go to `oasr bench`)."
+    )
+
+
 def _gpu_matches(session: nox.Session, sm: str) -> bool:
     code = (
         "import torch; print('GPU=' + ('%d%d' % torch.cuda.get_device_capability() "
@@ -208,5 +230,6 @@ def _gpu_matches(session: nox.Session, sm: str) -> bool:
 
 for _name, _pkg in _families().items():
     _family_session(_name, _pkg)
+    _family_bench_session(_name, _pkg)
     for _sm, _arch in FAMILY_ARCHS.items():
         _family_arch_session(_name, _pkg, _sm, _arch)

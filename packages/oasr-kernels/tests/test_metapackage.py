@@ -85,3 +85,23 @@ def test_two_families_exporting_one_name(tmp_path):
     proc = _run("import oasr; oasr.shared_op", a, b)
     assert proc.returncode != 0
     assert "exported by two families" in proc.stderr and "uninstall one" in proc.stderr
+
+
+def test_help_lists_the_installed_families_ops_and_dir_leaks_nothing(tmp_path):
+    site = _family_site(tmp_path, "fakeconv", ["fake_conv1d"], "def fake_conv1d(x): return x\n")
+    proc = _run(
+        """
+        import pydoc, sys, oasr
+        names = dir(oasr)
+        assert "fake_conv1d" in names and "families" in names and "jit" in names, names
+        leaked = [n for n in names if n.startswith("_") and n != "__version__"]
+        leaked += [n for n in ("annotations", "importlib", "sys", "types") if n in names]
+        assert not leaked, leaked
+        text = pydoc.render_doc(oasr, renderer=pydoc.plaintext)
+        assert "fakeconv (fakeconv_ops 0.1)" in text and "fake_conv1d" in text, text[:2000]
+        assert "fake_conv1d" in oasr.__all__
+        print("ok")
+        """,
+        site,
+    )
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
