@@ -354,6 +354,55 @@ def test_json_round_trip(tmp_path):
     assert doc["geomean_ratio_by_op"]["gelu"] == pytest.approx(0.8)
 
 
+def _published_tree(tmp_path, family="norm", gpu="NVIDIA H200"):
+    """docs/perf with one published family, and docs/<family>.md holding the marker pair."""
+    perf = tmp_path / "docs" / "perf"
+    perf.mkdir(parents=True)
+    header = {"gpu": gpu, "capability": "sm_90", "driver": "580 (CUDA 13.0)", "torch": "2.11",
+              "cuda": "13.0", "date": "2026-12-01T10:00:00+00:00", "family": family,
+              "suite": "asr", "filter": None, "reps": 30, "copy_ceiling_tbps": 4.27}  # fmt: skip
+    bench.write_json(perf / f"{bench.gpu_slug(header)}_{family}.json", header, synthetic_results())
+    doc = tmp_path / "docs" / f"{family}.md"
+    doc.write_text(f"# {family}\n\nintro\n\n<!-- measured:{family} -->\nstale\n"
+                   f"<!-- /measured:{family} -->\n\n## Tried and rejected\n")  # fmt: skip
+    return perf, doc
+
+
+def test_published_data_generates_the_gpu_page_and_the_family_table(tmp_path):
+    perf, doc = _published_tree(tmp_path)
+    texts = bench.render_perf_docs(perf)
+    assert set(texts) == {perf / "h200.md", doc}
+    page = (perf / "h200.md").read_text()
+    assert page.startswith("# Measured on the NVIDIA H200") and "## norm" in page
+    assert "`oasr bench norm --publish docs/perf`" in page and "(h200_norm.json)" in page
+    assert "| layer_norm fp16 8000x256 | 5.00 | 15.00 | 3.00x | 1638 (38%) |" in page
+    assert "| gelu | 0.80x | 1 |" in page, "the per-op geometric means, the failed case left out"
+    assert "FAILED" in page
+    text = doc.read_text()
+    assert "stale" not in text and text.startswith("# norm\n\nintro\n")
+    assert text.endswith("<!-- /measured:norm -->\n\n## Tried and rejected\n")
+    assert "from `docs/perf/h200_norm.json`" in text and "| layer_norm | 2.45x | 2 |" in text
+    assert bench.render_perf_docs(perf, write=False) == texts, "generating is idempotent"
+
+
+def test_a_file_that_is_not_a_published_result_is_refused(tmp_path):
+    perf, _ = _published_tree(tmp_path)
+    (perf / "h200_norm.json").rename(perf / "h200_norm_old.json")
+    with pytest.raises(bench.BenchError, match="not a published file"):
+        bench.render_perf_docs(perf, write=False)
+
+
+def test_publish_writes_the_json_the_chart_and_the_docs(tmp_path):
+    pytest.importorskip("matplotlib")
+    perf, _ = _published_tree(tmp_path)
+    header = bench.read_json(perf / "h200_norm.json").header
+    written = bench.publish(perf, header, synthetic_results())
+    assert {p.name for p in written} == {"h200_norm.json", "h200_norm.png", "h200.md", "norm.md"}
+    assert (perf / "h200_norm.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(bench.BenchError, match="no such directory"):
+        bench.publish(tmp_path / "missing", header, synthetic_results())
+
+
 def test_plot_png(tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "ratios.png"
