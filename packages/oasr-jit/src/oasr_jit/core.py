@@ -9,7 +9,9 @@ library lives at ``$OASR_JIT_DIR/<name>/<key>/<name>.so``:
     <name>.so.failed   the last failed build's command and output (for processes that waited)
     <name>.lock        the build lock; it names its holder while held
     last_used          touched by every load (prune policy)
-    build.ninja obj/   the build, gen/ the rendered sources, spec.json what the key covers
+    build.ninja obj/   the build (kept: a rerun after an interrupted build compiles only the
+                       objects it had not finished), gen/ the rendered sources, spec.json what
+                       the key covers
 """
 
 from __future__ import annotations
@@ -486,13 +488,20 @@ class _BuildPlan:
             failure_path.unlink(missing_ok=True)
             _touch(key_dir / "last_used")
 
-    def write_sources_and_ninja(self, key_dir: Path) -> None:
+    def write_sources_and_ninja(self, key_dir: Path, write=None) -> None:
+        """The rendered sources under ``gen/``, ``build.ninja`` and ``spec.json``; ``write(path,
+        text)`` writes the first two (the build passes one that leaves unchanged files alone)."""
+        if write is None:
+
+            def write(path: Path, text: str) -> None:
+                path.write_text(text)
+
         gen = key_dir / "gen"
         for src, _ in self.source_inputs:
             if src.text is not None:
                 gen.mkdir(parents=True, exist_ok=True)
-                (gen / src.name).write_text(src.text)
-        (key_dir / "build.ninja").write_text(self.ninja_text(placeholders=False))
+                write(gen / src.name, src.text)
+        write(key_dir / "build.ninja", self.ninja_text(placeholders=False))
         info = {
             "name": self.spec.name,
             "key": self.key,
