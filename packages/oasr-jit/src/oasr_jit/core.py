@@ -331,6 +331,9 @@ class _BuildPlan:
         if spec.is_cuda:
             self.nvcc = toolchain.nvcc()
             self.arch = _arch.target_arch()
+            # Refused before anything compiles: nvcc would fail every translation unit with
+            # "Unsupported gpu architecture".
+            toolchain.check_arch_buildable(self.nvcc, self.arch)
             tools["nvcc"] = [self.nvcc.path, self.nvcc.identity]
             cuda_cflags = [
                 *DEFAULT_CUDA_CFLAGS,
@@ -535,6 +538,76 @@ def _write_failure(path: Path, error: JitBuildError, token: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# requirements, checked before a batch compiles anything
+
+
+class MissingRequirement(NamedTuple):
+    """A tool or header set some specs need and this machine lacks."""
+
+    what: str  # "CUTLASS headers", "nvcc", "the host C++ compiler", "TVM-FFI", "ninja"
+    problem: str  # one line: what is wrong and the fix
+    modules: tuple[str, ...]  # the specs that need it
+
+
+def _probe_problem(probe) -> str | None:
+    try:
+        probe()
+    except (RuntimeError, ValueError, OSError) as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
+def _cutlass_problem() -> str | None:
+    try:
+        found = env.cutlass_info()
+    except RuntimeError as exc:  # OASR_CUTLASS_DIR names something else
+        return str(exc).splitlines()[0]
+    if found is None:
+        return f"not found: {env.CUTLASS_FIX}"
+    return None
+
+
+def _nvcc_problem() -> str | None:
+    try:
+        compiler = toolchain.nvcc()
+    except (RuntimeError, ValueError) as exc:
+        return str(exc).splitlines()[0]
+    try:
+        target = _arch.target_arch()
+    except (RuntimeError, ValueError) as exc:
+        return str(exc).splitlines()[0]
+    return toolchain.arch_unsupported_reason(compiler, target)
+
+
+def _ninja_problem() -> str | None:
+    from .build import _ninja
+
+    return _probe_problem(_ninja)
+
+
+def check_requirements(specs: Sequence[JitSpec]) -> list[MissingRequirement]:
+    """What the ``specs`` need that is missing: the host compiler, TVM-FFI and ninja (every
+    spec), nvcc able to build the target architecture (CUDA specs), CUTLASS headers
+    (``use_cutlass`` specs). Each is probed once; nothing is compiled. Empty when all is there."""
+    checks = (
+        ("the host C++ compiler", lambda s: True, lambda: _probe_problem(toolchain.host_compiler)),
+        ("TVM-FFI", lambda s: True, lambda: _probe_problem(env.tvm_ffi_info)),
+        ("ninja", lambda s: True, _ninja_problem),
+        ("nvcc", lambda s: s.is_cuda, _nvcc_problem),
+        ("CUTLASS headers", lambda s: s.use_cutlass, _cutlass_problem),
+    )
+    missing = []
+    for what, needs, probe in checks:
+        needing = tuple(s.name for s in specs if needs(s))
+        if not needing:
+            continue
+        problem = probe()
+        if problem is not None:
+            missing.append(MissingRequirement(what, problem, needing))
+    return missing
 
 
 # ---------------------------------------------------------------------------------------------
