@@ -299,11 +299,16 @@ def set_batch(progress: BatchProgress | None) -> None:
     _batch.progress = progress
 
 
-def _batch_text() -> str:
+def _context_text() -> str:
+    """What the build is for, ending in ", " (or ""): the batch's modules, else the op whose
+    first call started it."""
     progress = getattr(_batch, "progress", None)
-    if progress is None:
-        return ""
-    return f"{progress.done}/{progress.total} modules done, "
+    if progress is not None:
+        return f"{progress.done}/{progress.total} modules done, "
+    from .api_logging import calling_op
+
+    op = calling_op()
+    return f"first call of {op}, " if op else ""
 
 
 def run_build(plan, key_dir: Path) -> None:
@@ -379,9 +384,9 @@ def _die_with_parent() -> None:
 def _run_ninja(
     argv: list[str], *, label: str, total_units: int, makeflags: str | None = None
 ) -> tuple[str, int]:
-    """Run ninja, collecting its output; past a few seconds, report progress on stderr.
-    ``makeflags``: the jobserver ninja joins (none: an outer MAKEFLAGS is not passed on, so
-    ninja keeps to its ``-j``)."""
+    """Run ninja, collecting its output; past a few seconds, report progress on stderr (what
+    the build is for: `_context_text`). ``makeflags``: the jobserver ninja joins (none: an
+    outer MAKEFLAGS is not passed on, so ninja keeps to its ``-j``)."""
     env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
     env.pop("MAKEFLAGS", None)
     if makeflags is not None:
@@ -423,7 +428,7 @@ def _run_ninja(
             done[0] != last_done or elapsed - last_report >= PROGRESS_EVERY_S
         ):
             print(
-                f"oasr-jit: building {label} ({_batch_text()}"
+                f"oasr-jit: building {label} ({_context_text()}"
                 f"{min(done[0], total_units)}/{total_units} units, {elapsed:.0f} s)",
                 file=sys.stderr,
                 flush=True,
