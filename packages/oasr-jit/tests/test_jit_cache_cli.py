@@ -446,3 +446,14 @@ def test_doctor_compares_torch_cuda_with_the_driver(
     row, is_problem = cli._torch_row(DriverInfo(version=driver, gpus=()))
     assert verdict in row and is_problem == problem, row
     assert f"CUDA {torch_cuda}" in row and driver in row
+
+
+def test_status_and_prebuild_name_a_resumed_build(fake_family, jit_dir):
+    args = ("jit", "prebuild", "--arch", "9.0a", "--module", "fake_sm90_b")
+    _cli(*args, env=fake_family)
+    (entry,) = cache.inventory()
+    (entry.path / "fake_sm90_b.so").unlink()  # the link of an interrupted build never happened
+    status = _cli("jit", "status", env=fake_family).stdout
+    assert "incomplete" in status and "1 objects kept: the next build resumes" in status, status
+    again = _cli(*args, env=fake_family).stdout
+    assert "(resumed: kept 1 of 1 objects)" in again, again

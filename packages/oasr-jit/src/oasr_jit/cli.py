@@ -422,8 +422,14 @@ def cmd_jit_status(args) -> int:
     if not entries:
         return 0
     width = max(len(e.module) for e in entries)
+    from .cache import finished_objects
+
     for e in entries:
         extra = f"  locked by {e.holder}" if e.state == "building" else ""
+        if e.state == "incomplete":
+            kept = finished_objects(e.path)
+            if kept:
+                extra = f"  {kept} objects kept: the next build resumes"
         print(
             f"  {e.module:<{width}}  {e.key}  {e.state:<10}  {_human_bytes(e.size_bytes):>9}  "
             f"used {_ago(e.last_used)}{extra}"
@@ -437,6 +443,7 @@ def cmd_jit_status(args) -> int:
 
 def cmd_jit_prebuild(args) -> int:
     from .build import BatchProgress, set_batch
+    from .cache import finished_objects
     from .core import check_requirements
     from .errors import JitBuildError
 
@@ -474,6 +481,7 @@ def cmd_jit_prebuild(args) -> int:
         set_batch(progress)
         start = time.monotonic()
         was_built = spec.is_built
+        kept = 0 if was_built else finished_objects(spec.key_dir)
         try:
             spec.build()
         except (JitBuildError, RuntimeError) as exc:
@@ -482,6 +490,8 @@ def cmd_jit_prebuild(args) -> int:
             progress.finished()
             set_batch(None)
         verdict = "cached" if was_built else f"built in {time.monotonic() - start:.1f} s"
+        if kept:
+            verdict += f" (resumed: kept {kept} of {len(spec.sources)} objects)"
         return False, f"  {spec.name:<40} {spec.key}  {verdict}"
 
     # The modules build side by side: concurrent builds share one budget of compiler jobs
