@@ -87,3 +87,23 @@ def run_python(code: str, *, env: dict | None = None, timeout: float = 300, chec
             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         )
     return proc
+
+
+def fake_nvcc(directory: Path, codes: tuple[str, ...] = ("sm_75", "sm_80", "sm_90")) -> Path:
+    """An nvcc stand-in (for ``OASR_NVCC``) that answers ``--version``, ``--list-gpu-code`` (with
+    ``codes``) and the toolkit dry run, and fails any compile."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "nvcc"
+    listing = "\\n".join(codes)
+    path.write_text(
+        f"""#!/bin/sh
+case "$1" in
+  --version) echo "Cuda compilation tools, release 12.9, V12.9.0" ;;
+  --list-gpu-code) printf '{listing}\\n' ;;
+  -dryrun) echo "#\\$ TOP={directory}" >&2 ;;
+  *) echo "fake nvcc: compiling is not supported" >&2; exit 1 ;;
+esac
+"""
+    )
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path

@@ -192,3 +192,17 @@ def test_lazy_package_keeps_a_function_named_like_its_submodule(tmp_path, monkey
             getattr(lazyfam, first)
         assert lazyfam.softmax() == "s", first
         assert lazyfam.log_softmax() == "l" and lazyfam.relu() == "r"
+
+
+def test_calling_op_names_the_outermost_op():
+    @oasr_api
+    def inner():
+        return api_logging.calling_op()
+
+    @oasr_api
+    def outer():
+        return inner()
+
+    assert inner() == "oasr.inner"
+    assert outer() == "oasr.outer", "a build names the op the user called"
+    assert api_logging.calling_op() is None

@@ -9,7 +9,7 @@ import textwrap
 import time
 
 import pytest
-from jit_helpers import run_python
+from jit_helpers import fake_nvcc, run_python
 
 from oasr_jit import cache, gen_jit_spec
 from oasr_jit.lock import BuildLock
@@ -139,12 +139,20 @@ def fake_family(tmp_path):
     (site / "fake_family_reg.py").write_text(
         textwrap.dedent(
             f"""
+            import os
             from pathlib import Path
             import oasr_jit
 
             def production_specs(arch):
+                if arch.major != 9:
+                    return []
                 name = "fake_" + arch.family
-                return [oasr_jit.gen_jit_spec(m, [{str(src)!r}]) for m in (name, name + "_b")]
+                specs = [oasr_jit.gen_jit_spec(m, [{str(src)!r}]) for m in (name, name + "_b")]
+                if os.environ.get("FAKE_WITH_CUTLASS"):
+                    specs.append(
+                        oasr_jit.gen_jit_spec(name + "_cutlass", [{str(src)!r}], use_cutlass=True)
+                    )
+                return specs
 
             FAMILY = oasr_jit.Family(
                 name="fake", version="0.1", module="fake_family_ops",
@@ -264,3 +272,188 @@ def test_console_script_is_installed():
 
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts.get("oasr") == "oasr_jit.cli:main"
+
+
+# ---------------------------------------------------------------------------------------------
+# prebuild: requirements and architectures refused up front, subsets, progress
+
+
+def _one_error_line(proc) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def nvcc_of_three_arches(tmp_path):
+    """OASR_NVCC: an nvcc that builds sm_75, sm_80 and sm_90 (and compiles nothing)."""
+    return {"OASR_NVCC": str(fake_nvcc(tmp_path / "toolkit"))}
+
+
+def test_prebuild_refuses_an_arch_the_toolkit_cannot_build(fake_family, nvcc_of_three_arches):
+    env = {**fake_family, **nvcc_of_three_arches}
+    for command in ("prebuild", "list"):
+        proc = _cli("jit", command, "--family", "fake", "--arch", "7.7", env=env, check=False)
+        assert proc.returncode == 2, proc.stderr
+        line = _one_error_line(proc)
+        assert "cannot build for sm_77" in line and "7.5, 8.0, 9.0a" in line, line
+    assert cache.inventory() == [], "nothing may be compiled or keyed"
+
+
+def test_prebuild_says_why_a_family_builds_nothing(fake_family, nvcc_of_three_arches):
+    env = {**fake_family, **nvcc_of_three_arches}
+    proc = _cli("jit", "prebuild", "--family", "fake", "--arch", "8.0", env=env, check=False)
+    assert proc.returncode == 2
+    assert "fake: no production modules for sm_80 (serves sm_90a)" in proc.stdout, proc.stdout
+    assert "nothing to build for sm_80" in _one_error_line(proc)
+    listed = _cli("jit", "list", "--family", "fake", "--arch", "8.0", env=env).stdout
+    assert "no production modules for sm_80 (serves sm_90a)" in listed
+
+
+def test_family_declared_archs(tmp_path):
+    from oasr_jit import Family, parse_arch
+
+    declared = Family("x", "0", "x", tmp_path, supported_archs=("9.0a",))
+    assert declared.serves(parse_arch("9.0a")) is True
+    assert declared.serves(parse_arch("8.0")) is False
+    assert Family("y", "0", "y", tmp_path).serves(parse_arch("8.0")) is None
+
+
+def test_prebuild_checks_requirements_before_compiling(fake_family, tmp_path, counting_cxx):
+    empty = tmp_path / "no-cutlass"
+    empty.mkdir()
+    env = {**fake_family, "FAKE_WITH_CUTLASS": "1", "OASR_CUTLASS_DIR": str(empty)}
+    proc = _cli("jit", "prebuild", "--family", "fake", "--arch", "9.0a", env=env, check=False)
+    assert proc.returncode == 1
+    line = _one_error_line(proc)
+    assert "1 of 3 selected modules need CUTLASS headers" in line, line
+    assert "OASR_CUTLASS_DIR" in line and "nothing was compiled" in line, line
+    assert counting_cxx.compiles == 0, "no module may compile before every requirement is met"
+    assert cache.inventory() == []
+
+    listed = _cli("jit", "list", "--family", "fake", "--arch", "9.0a", env=env)
+    out = listed.stdout
+    assert "fake_sm90_cutlass" in out and "no key: needs CUTLASS headers" in out, out
+    assert "fake_sm90_b" in out and "not built" in out, "what can be listed is listed"
+    assert "missing: 1 of 3 selected modules need CUTLASS headers" in out
+
+
+def test_check_requirements_names_nvcc_for_cuda_specs(tmp_path, monkeypatch, sm90):
+    from oasr_jit.core import check_requirements
+
+    cu = tmp_path / "k.cu"
+    cu.write_text("__global__ void k() {}\n")
+    cc = tmp_path / "h.cc"
+    cc.write_text("int h() { return 1; }\n")
+    monkeypatch.setenv("OASR_NVCC", str(tmp_path / "no-such-nvcc"))
+    specs = [gen_jit_spec("cuda_mod", [cu]), gen_jit_spec("host_mod", [cc])]
+    missing = check_requirements(specs)
+    assert [(m.what, m.modules) for m in missing] == [("nvcc", ("cuda_mod",))]
+    assert "OASR_NVCC" in missing[0].problem
+
+
+def test_prebuild_module_and_filter(fake_family, jit_dir):
+    env = {**fake_family}
+    one = _cli(
+        "jit", "prebuild", "--family", "fake", "--arch", "9.0a", "--module", "fake_sm90_b", env=env
+    )
+    assert "fake: 1 of 2 modules for sm_90a" in one.stdout, one.stdout
+    assert [(e.module, e.state) for e in cache.inventory()] == [("fake_sm90_b", "built")]
+
+    unknown = _cli(
+        "jit", "prebuild", "--arch", "9.0a", "--module", "fake_sm9", env=env, check=False
+    )
+    assert unknown.returncode == 2
+    line = _one_error_line(unknown)
+    assert "--module fake_sm9" in line and "close: fake_sm90" in line, line
+
+    picked = _cli("jit", "list", "--family", "fake", "--arch", "9.0a", "--filter", "_B", env=env)
+    assert "fake_sm90_b" in picked.stdout and "fake_sm90 " not in picked.stdout, picked.stdout
+    nothing = _cli("jit", "prebuild", "--arch", "9.0a", "--filter", "zzz", env=env, check=False)
+    assert nothing.returncode == 2 and "--filter zzz" in _one_error_line(nothing)
+
+
+def test_prebuild_progress_names_module_and_what_is_left(fake_family, counting_cxx):
+    counting_cxx.slow_down(4.0)  # past the 3 s after which a build reports progress
+    proc = _cli(
+        "jit",
+        "prebuild",
+        "--family",
+        "fake",
+        "--arch",
+        "9.0a",
+        "--jobs",
+        "1",
+        "--module",
+        "fake_sm90",
+        env=fake_family,
+    )
+    assert "oasr-jit: building fake_sm90 (0/1 modules done, 0/2 units, " in proc.stderr, proc.stderr
+    assert "oasr-jit: built fake_sm90 in" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# oasr doctor and torch
+
+
+def _doctor(prelude: str, env=None):
+    code = f"""
+        import sys
+        {prelude}
+        from oasr_jit.cli import main
+        sys.exit(main(["doctor"]))
+    """
+    return run_python(code, env=env, check=False)
+
+
+def test_doctor_without_torch_says_how_to_install_it():
+    proc = _doctor("sys.modules['torch'] = None  # what `import torch` finds without torch")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, "a missing torch is a problem: every op needs it"
+    row = next(line for line in proc.stdout.splitlines() if line.strip().startswith("torch"))
+    assert "NOT INSTALLED" in row and "pip install torch" in row, row
+
+
+def test_doctor_names_a_cpu_build_of_torch(tmp_path):
+    fake = tmp_path / "fake_torch" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('the doctor must not import torch')\n")
+    (fake / "version.py").write_text(
+        "from typing import Optional\n__version__ = '9.9.0+cpu'\ncuda: Optional[str] = None\n"
+    )
+    path = os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])
+    proc = _doctor("", env={"PYTHONPATH": path})
+    row = next(line for line in proc.stdout.splitlines() if line.strip().startswith("torch"))
+    assert "9.9.0+cpu" in row and "CPU-only build" in row, row
+
+
+@pytest.mark.parametrize(
+    "driver, torch_cuda, verdict, problem",
+    [
+        ("13.0", "12.8", "matches the driver", 0),
+        ("12.4", "12.8", "minor version compatibility", 0),
+        ("12.4", "13.0", "MISMATCH", 1),
+    ],
+)
+def test_doctor_compares_torch_cuda_with_the_driver(
+    monkeypatch, tmp_path, driver, torch_cuda, verdict, problem
+):
+    from oasr_jit import cli, env
+    from oasr_jit.arch import DriverInfo
+
+    info = env.TorchInfo(version=f"2.9.0+cu{torch_cuda}", cuda=torch_cuda, hip=None, root=tmp_path)
+    monkeypatch.setattr(env, "torch_info", lambda: info)
+    row, is_problem = cli._torch_row(DriverInfo(version=driver, gpus=()))
+    assert verdict in row and is_problem == problem, row
+    assert f"CUDA {torch_cuda}" in row and driver in row
+
+
+def test_status_and_prebuild_name_a_resumed_build(fake_family, jit_dir):
+    args = ("jit", "prebuild", "--arch", "9.0a", "--module", "fake_sm90_b")
+    _cli(*args, env=fake_family)
+    (entry,) = cache.inventory()
+    (entry.path / "fake_sm90_b.so").unlink()  # the link of an interrupted build never happened
+    status = _cli("jit", "status", env=fake_family).stdout
+    assert "incomplete" in status and "1 objects kept: the next build resumes" in status, status
+    again = _cli(*args, env=fake_family).stdout
+    assert "(resumed: kept 1 of 1 objects)" in again, again

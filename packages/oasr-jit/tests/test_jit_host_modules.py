@@ -149,3 +149,16 @@ def test_link_error_is_a_build_error(tmp_path):
     spec = gen_jit_spec("host_unresolved", [src])
     with pytest.raises(JitBuildError, match="missing_impl"):
         spec.build()
+
+
+def test_first_call_build_names_the_op(host_source, counting_cxx, capfd):
+    counting_cxx.slow_down(3.5)  # past the 3 s after which a build reports progress
+    spec = gen_jit_spec("first_call", [host_source])
+
+    @oasr_jit.oasr_api
+    def add_one(x):
+        return spec.build_and_load().add_one(x)
+
+    assert add_one(1) == 2
+    err = capfd.readouterr().err
+    assert "oasr-jit: building first_call (first call of oasr.add_one, 0/2 units, " in err, err

@@ -6,9 +6,9 @@ import os
 import threading
 
 import pytest
-from jit_helpers import requires_nvcc
+from jit_helpers import fake_nvcc, requires_nvcc
 
-from oasr_jit import arch, build, toolchain
+from oasr_jit import arch, build, env, toolchain
 from oasr_jit.arch import CudaArch, parse_arch
 
 
@@ -248,3 +248,23 @@ def test_concurrent_ninjas_share_the_jobserver_job_by_job(tmp_path):
     span = events[-1][0] - events[0][0]
     assert span < 0.4 * 12 / 2, f"12 jobs of 0.4 s on 3 slots took {span:.1f} s"
     assert server.available() == 3
+
+
+def test_an_arch_nvcc_cannot_build_is_refused_before_compiling(tmp_path, monkeypatch):
+    nvcc = fake_nvcc(tmp_path / "toolkit", ("sm_75", "sm_80", "sm_90", "sm_100"))
+    monkeypatch.setenv("OASR_NVCC", str(nvcc))
+    compiler = toolchain.nvcc()
+    assert [a.name for a in toolchain.buildable_arches(compiler)] == ["7.5", "8.0", "9.0a", "10.0a"]
+    assert toolchain.arch_unsupported_reason(compiler, parse_arch("9.0a")) is None
+    reason = toolchain.arch_unsupported_reason(compiler, parse_arch("7.7"))
+    assert "cannot build for sm_77" in reason and "OASR_CUDA_ARCH_LIST" in reason
+    monkeypatch.setenv("OASR_CUDA_ARCH_LIST", "7.7")
+    arch._reset_for_tests()
+    cu = tmp_path / "k.cu"
+    cu.write_text("__global__ void k() {}\n")
+    from oasr_jit import gen_jit_spec
+
+    spec = gen_jit_spec("refused", [cu])
+    with pytest.raises(RuntimeError, match="cannot build for sm_77"):
+        spec.build()
+    assert not (env.jit_dir() / "refused").exists(), "refused before a key directory is made"

@@ -8,7 +8,9 @@
 
 Whatever the level, an exception escaping a decorated op keeps its type and gains a note
 (PEP 678) naming the op and its arguments, so a ``ValueError`` deep in a model says which call
-raised it and with what.
+raised it and with what. A build that an op's first call starts names the op in its progress
+line (`calling_op`, which reads the call stack only when asked: the decorator costs nothing
+for it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import functools
 import inspect
 import logging
 import os
+import sys
 
 log = logging.getLogger("oasr")
 
@@ -108,3 +111,18 @@ def oasr_api(func):
             raise
 
     return wrapper
+
+
+_WRAPPER_CODE = oasr_api(lambda: None).__code__
+
+
+def calling_op() -> str | None:
+    """The outermost ``@oasr_api`` op on the calling thread's stack (``"oasr.gemm"``), or None.
+    Walks the frames; meant for rare events such as a build, not for every call."""
+    found = None
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _WRAPPER_CODE:
+            found = frame.f_locals.get("name", found)
+        frame = frame.f_back
+    return found

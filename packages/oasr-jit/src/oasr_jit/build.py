@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from .elf import is_complete_shared_object
+from .elf import is_complete_object_file, is_complete_shared_object
 from .errors import JitBuildError
 
 #: A build that runs longer than this reports progress on stderr (seconds).
@@ -248,30 +248,98 @@ def _hint(plan) -> str:
     return f"compiled with {plan.cxx.path}; set CXX to change"
 
 
+def discard_incomplete_objects(key_dir: Path) -> list[Path]:
+    """Remove every ``obj/*.o`` that is not a complete ELF object (a write cut short by a kill
+    or a full disk); returns them. ninja trusts an object its log recorded whatever happened to
+    the file since, so this check runs before every resumed build."""
+    removed = []
+    obj_dir = key_dir / "obj"
+    if not obj_dir.is_dir():
+        return removed
+    for obj in sorted(obj_dir.glob("*.o")):
+        if not is_complete_object_file(obj):
+            obj.unlink(missing_ok=True)
+            removed.append(obj)
+    return removed
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` unless ``path`` holds it already (a rewrite would make ninja, which
+    compares mtimes, recompile what the earlier attempt finished)."""
+    try:
+        if path.read_text() == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+#: How the build of a batch (``oasr jit prebuild``) reports where it is: set per thread by
+#: `batch_position`, read by the progress line.
+_batch = threading.local()
+
+
+class BatchProgress:
+    """Modules of one batch: how many there are and how many have finished (thread-safe)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def finished(self) -> None:
+        with self._lock:
+            self.done += 1
+
+
+def set_batch(progress: BatchProgress | None) -> None:
+    """Name the batch the calling thread's builds belong to (None: a lone build)."""
+    _batch.progress = progress
+
+
+def _context_text() -> str:
+    """What the build is for, ending in ", " (or ""): the batch's modules, else the op whose
+    first call started it."""
+    progress = getattr(_batch, "progress", None)
+    if progress is not None:
+        return f"{progress.done}/{progress.total} modules done, "
+    from .api_logging import calling_op
+
+    op = calling_op()
+    return f"first call of {op}, " if op else ""
+
+
 def run_build(plan, key_dir: Path) -> None:
-    """Build ``plan`` in ``key_dir`` (lock held): fresh objects, ninja, check, rename into place."""
+    """Build ``plan`` in ``key_dir`` (lock held) and rename the link into place.
+
+    Resumable: the objects an earlier, interrupted attempt finished stay in ``obj/`` and ninja
+    compiles only the others (its log records each finished compile; a compile cut short left
+    no record, so it runs again). Objects that are not complete ELF files are removed first.
+    Only the link goes through ``<name>.so.partial``, which is never reused.
+    """
     spec = plan.spec
     partial = key_dir / f"{spec.name}.so.partial"
-    # A previous attempt may have been killed mid-write: never trust its objects or partial link.
-    shutil.rmtree(key_dir / "obj", ignore_errors=True)
-    shutil.rmtree(key_dir / "gen", ignore_errors=True)
-    for stale in (partial, spec.lib_path, key_dir / ".ninja_log", key_dir / ".ninja_deps"):
-        stale.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
+    spec.lib_path.unlink(missing_ok=True)
     key_dir.mkdir(parents=True, exist_ok=True)
-    plan.write_sources_and_ninja(key_dir)
+    discard_incomplete_objects(key_dir)
+    plan.write_sources_and_ninja(key_dir, write=_write_if_changed)
 
     kind = "host" if not spec.is_cuda else ("cutlass" if spec.use_cutlass else "cuda")
     label = f"{spec.name}" + (f" for {plan.arch.sm}" if plan.arch else "")
     ninja, joins_jobserver = _ninja()
     limit = default_jobs(kind)
     server = _jobserver(kind, limit) if joins_jobserver else None
+    total_units = len(spec.sources) + 1
     if server is not None:
         token = server.take()
         try:
             output, returncode = _run_ninja(
                 [ninja, "-C", str(key_dir)],
                 label=label,
-                total_units=len(spec.sources) + 1,
+                total_units=total_units,
                 makeflags=server.makeflags(),
             )
         finally:
@@ -282,7 +350,7 @@ def run_build(plan, key_dir: Path) -> None:
             output, returncode = _run_ninja(
                 [ninja, "-C", str(key_dir), "-j", str(jobs)],
                 label=label,
-                total_units=len(spec.sources) + 1,
+                total_units=total_units,
             )
         finally:
             _JOB_BUDGET.give_back(jobs)
@@ -316,9 +384,9 @@ def _die_with_parent() -> None:
 def _run_ninja(
     argv: list[str], *, label: str, total_units: int, makeflags: str | None = None
 ) -> tuple[str, int]:
-    """Run ninja, collecting its output; past a few seconds, report progress on stderr.
-    ``makeflags``: the jobserver ninja joins (none: an outer MAKEFLAGS is not passed on, so
-    ninja keeps to its ``-j``)."""
+    """Run ninja, collecting its output; past a few seconds, report progress on stderr (what
+    the build is for: `_context_text`). ``makeflags``: the jobserver ninja joins (none: an
+    outer MAKEFLAGS is not passed on, so ninja keeps to its ``-j``)."""
     env = dict(os.environ, NINJA_STATUS="[%f/%t] ")
     env.pop("MAKEFLAGS", None)
     if makeflags is not None:
@@ -333,15 +401,17 @@ def _run_ninja(
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     lines: list[str] = []
-    done = [0]
+    done = [0]  # units finished: those an earlier attempt left, then ninja's
 
     def reader():
         for line in proc.stdout:
             lines.append(line)
             match = re.match(r"^\[(\d+)/(\d+)\] ", line)
             if match:
-                # ninja prints "[f/t]" when an edge *starts*; f-1 edges have finished.
-                done[0] = max(done[0], int(match.group(1)) - 1)
+                # ninja prints "[f/t]" when an edge *starts*; f-1 of the t edges it runs have
+                # finished, and the units it does not run were finished before.
+                started, planned = int(match.group(1)), int(match.group(2))
+                done[0] = max(done[0], total_units - planned + started - 1)
 
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
@@ -357,10 +427,9 @@ def _run_ninja(
         if elapsed >= PROGRESS_AFTER_S and (
             done[0] != last_done or elapsed - last_report >= PROGRESS_EVERY_S
         ):
-            units = min(done[0], total_units - 1)
             print(
-                f"oasr-jit: building {label}: {units}/{total_units - 1} translation units, "
-                f"{elapsed:.0f} s",
+                f"oasr-jit: building {label} ({_context_text()}"
+                f"{min(done[0], total_units)}/{total_units} units, {elapsed:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )

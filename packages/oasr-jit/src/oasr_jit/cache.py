@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import env
-from .elf import is_complete_shared_object
+from .elf import is_complete_object_file, is_complete_shared_object
 from .lock import BuildLock, describe_holder, is_locked
 
 SECONDS_PER_DAY = 86400.0
@@ -74,6 +74,15 @@ def _entry(module: str, key_dir: Path) -> KeyEntry:
         state=state,
         holder=holder,
     )
+
+
+def finished_objects(key_dir: Path) -> int:
+    """How many complete objects an unfinished build left in ``key_dir/obj`` (the next build
+    of the key reuses them)."""
+    obj_dir = key_dir / "obj"
+    if not obj_dir.is_dir():
+        return 0
+    return sum(is_complete_object_file(p) for p in obj_dir.glob("*.o"))
 
 
 def inventory(root: Path | None = None) -> list[KeyEntry]:

@@ -90,6 +90,31 @@ def cmd_doctor(args) -> int:
     else:
         rows.append(("host compiler", f"NOT FOUND: {error}"))
         problems += 1
+    if nvcc:
+        arches = toolchain.buildable_arches(nvcc)
+        if arches:
+            rows.append(("nvcc builds", ", ".join(a.name for a in arches)))
+        if target:
+            reason = toolchain.arch_unsupported_reason(nvcc, target)
+            if reason:
+                rows.append(("target arch", f"NOT BUILDABLE: {reason}"))
+                problems += 1
+        if (
+            driver is not None
+            and _version_tuple(nvcc.release)[:1] > _version_tuple(driver.version)[:1]
+        ):
+            rows.append(
+                (
+                    "nvcc vs driver",
+                    f"MISMATCH: modules built with CUDA {nvcc.release} need a driver for CUDA "
+                    f"{nvcc.release.split('.')[0]}.x; this one supports {driver.version}: update "
+                    "the NVIDIA driver, or point CUDA_HOME at an older toolkit",
+                )
+            )
+            problems += 1
+    torch_row, torch_problem = _torch_row(driver)
+    rows.append(("torch", torch_row))
+    problems += torch_problem
     tvm, error = _probe(env.tvm_ffi_info)
     rows.append(("TVM-FFI", f"{tvm.version} ({tvm.root})" if tvm else f"NOT FOUND: {error}"))
     problems += tvm is None
@@ -123,6 +148,58 @@ def cmd_doctor(args) -> int:
     if args.selftest:
         problems += _run_selftest()
     return 1 if problems else 0
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    """``"12.8"`` -> ``(12, 8)``; () for text without a leading number."""
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(c for c in piece if c.isdigit())
+        if not digits or digits != piece[: len(digits)]:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+TORCH_INSTALL_URL = "https://pytorch.org/get-started/locally/"
+
+
+def _torch_row(driver) -> tuple[str, int]:
+    """(the doctor's torch line, 1 if it is a problem else 0). torch is described from its
+    ``version.py``, not imported."""
+    info, error = _probe(env.torch_info)
+    if info is None:
+        if error:
+            return f"UNREADABLE: {error}", 1
+        return (
+            "NOT INSTALLED: every op takes torch tensors; `pip install torch` (a CUDA build for "
+            f"GPUs: {TORCH_INSTALL_URL})",
+            1,
+        )
+    gpus = driver is not None and bool(driver.gpus)
+    if info.cuda is None:
+        if info.hip is not None:
+            return f"{info.version} (a ROCm {info.hip} build: OASR's kernels need a CUDA build)", 1
+        text = f"{info.version} (a CPU-only build: GPU ops need a CUDA build, {TORCH_INSTALL_URL})"
+        return text, int(gpus)
+    text = f"{info.version} (built with CUDA {info.cuda})"
+    if driver is None:
+        return f"{text}; no CUDA driver here to run it", 0
+    have, need = _version_tuple(driver.version), _version_tuple(info.cuda)
+    if have >= need:
+        return f"{text}; matches the driver (CUDA {driver.version})", 0
+    if have[:1] == need[:1]:
+        return (
+            f"{text}; the driver supports CUDA {driver.version}: it runs through CUDA minor "
+            "version compatibility, but features newer than the driver fail; update the driver",
+            0,
+        )
+    return (
+        f"{text}; MISMATCH: the driver supports CUDA {driver.version} only: update the NVIDIA "
+        f"driver, or install a torch build for CUDA {driver.version} or older "
+        f"({TORCH_INSTALL_URL})",
+        1,
+    )
 
 
 def _run_selftest() -> int:
@@ -163,30 +240,155 @@ def _selected_families(names: list[str] | None):
     return [families[n] for n in names]
 
 
+def _usage_error(message: str):
+    """Exit 2 with one line: the request cannot be served as asked."""
+    print(f"oasr: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _pin_arch(arch_text: str | None):
-    from . import arch
+    """The architecture to list or build for (``--arch`` pins it for the process), refused up
+    front (exit 2) when it is not one or the CUDA toolkit cannot build for it."""
+    from . import arch, toolchain
 
     if arch_text:
-        parsed = arch.parse_arch(arch_text)
+        try:
+            parsed = arch.parse_arch(arch_text)
+        except ValueError as exc:
+            _usage_error(f"--arch: {exc}")
         os.environ["OASR_CUDA_ARCH_LIST"] = parsed.name
-    return arch.target_arch()
+    target = arch.target_arch()
+    try:
+        compiler = toolchain.nvcc()
+    except (RuntimeError, ValueError):
+        return target  # no nvcc: the CUDA modules' requirement check names it
+    reason = toolchain.arch_unsupported_reason(compiler, target)
+    if reason is not None:
+        _usage_error(reason)
+    return target
+
+
+#: the architectures asked for when a family declares none: those of OASR's targets
+_PROBE_ARCHES = ("7.5", "8.0", "8.6", "8.9", "9.0a", "10.0a", "10.3a", "12.0a")
+
+
+def _candidate_arches() -> list:
+    from . import arch, toolchain
+
+    try:
+        found = toolchain.buildable_arches(toolchain.nvcc())
+    except (RuntimeError, ValueError):
+        found = None
+    return found or [arch.parse_arch(a) for a in _PROBE_ARCHES]
+
+
+def _served_arches(fam) -> list:
+    """The architectures a family builds production modules for."""
+    from . import arch
+
+    if fam.supported_archs:
+        return [arch.parse_arch(a) for a in fam.supported_archs]
+    served = []
+    for candidate in _candidate_arches():
+        try:
+            if list(fam.production_specs(candidate)):
+                served.append(candidate)
+        except Exception:
+            continue
+    return served
+
+
+def _family_specs(fam, target) -> tuple[list, str]:
+    """(the family's production specs for ``target``, why there are none: "" when there are)."""
+    specs = [] if fam.serves(target) is False else list(fam.production_specs(target))
+    if specs:
+        return specs, ""
+    served = [a.sm for a in _served_arches(fam) if a[:2] != target[:2]]
+    why = f"serves {', '.join(served)}" if served else "it builds no modules for any architecture"
+    return [], f"no production modules for {target.sm} ({why})"
+
+
+def _select(specs: list, modules: list[str] | None, filters: list[str] | None, target) -> list:
+    """The specs named by ``--module`` (exact) or holding a ``--filter`` substring; all of them
+    when neither is given. An unknown name or a filter matching nothing exits 2."""
+    import difflib
+
+    if not modules and not filters:
+        return specs
+    names = [s.name for s in specs]
+    for name in modules or ():
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=5, cutoff=0.6)
+            close += [n for n in names if name.lower() in n.lower() and n not in close][:5]
+            hint = f"close: {', '.join(close)}" if close else "`oasr jit list` names them"
+            _usage_error(
+                f"--module {name}: no production module of that name for {target.sm} ({hint})"
+            )
+    for pattern in filters or ():
+        if not any(pattern.lower() in n.lower() for n in names):
+            _usage_error(
+                f"--filter {pattern}: no production module for {target.sm} has it in its name "
+                "(`oasr jit list` names them)"
+            )
+    wanted = set(modules or ())
+    patterns = [p.lower() for p in filters or ()]
+    return [s for s in specs if s.name in wanted or any(p in s.name.lower() for p in patterns)]
+
+
+def _collect(args, target) -> tuple[list, list[tuple], list[str]]:
+    """(selected specs, [(family, its selected specs, its production count, why none)], the
+    reasons of families that build nothing for ``target``)."""
+    families = _selected_families(args.family)
+    per_family, reasons = [], []
+    for fam in families:
+        specs, why = _family_specs(fam, target)
+        per_family.append((fam, specs, why))
+        if why:
+            reasons.append(f"{fam.name}: {why}")
+    everything = [s for _, specs, _ in per_family for s in specs]
+    chosen = {id(s) for s in _select(everything, args.module, args.filter, target)}
+    rows = [
+        (fam, [s for s in specs if id(s) in chosen], len(specs), why)
+        for fam, specs, why in per_family
+    ]
+    selected = [s for _, specs, _, _ in rows for s in specs]
+    return selected, rows, reasons
+
+
+def _missing_line(missing, total: int) -> str:
+    return "; ".join(
+        f"{len(m.modules)} of {total} selected modules need {m.what}: {m.problem}" for m in missing
+    )
 
 
 def cmd_jit_list(args) -> int:
+    from .core import check_requirements
     from .elf import is_complete_shared_object
 
-    families = _selected_families(args.family)
-    if not families:
+    if not discover_families():
         print("no OASR families installed (pip install oasr-<family>)")
         return 0
     target = _pin_arch(args.arch)
+    selected, rows, _ = _collect(args, target)
+    missing = check_requirements(selected)
+    lacking = {name: m.what for m in missing for name in m.modules}
     print(f"production modules for {target.sm}:")
-    for fam in families:
-        specs = list(fam.production_specs(target))
-        print(f"  {fam.name} ({fam.module} {fam.version}): {len(specs)} modules")
+    for fam, specs, count, why in rows:
+        if why:
+            print(f"  {fam.name} ({fam.module} {fam.version}): {why}")
+            continue
+        if not specs:
+            continue
+        shown = f"{len(specs)} of {count}" if len(specs) != count else f"{count}"
+        print(f"  {fam.name} ({fam.module} {fam.version}): {shown} modules")
         for spec in specs:
+            if spec.name in lacking:
+                print(f"    {spec.name:<40} (no key: needs {lacking[spec.name]})")
+                continue
             built = "built" if is_complete_shared_object(spec.lib_path) else "not built"
             print(f"    {spec.name:<40} {spec.key}  {built}")
+    if missing:
+        print(f"missing: {_missing_line(missing, len(selected))}")
     return 0
 
 
@@ -220,8 +422,14 @@ def cmd_jit_status(args) -> int:
     if not entries:
         return 0
     width = max(len(e.module) for e in entries)
+    from .cache import finished_objects
+
     for e in entries:
         extra = f"  locked by {e.holder}" if e.state == "building" else ""
+        if e.state == "incomplete":
+            kept = finished_objects(e.path)
+            if kept:
+                extra = f"  {kept} objects kept: the next build resumes"
         print(
             f"  {e.module:<{width}}  {e.key}  {e.state:<10}  {_human_bytes(e.size_bytes):>9}  "
             f"used {_ago(e.last_used)}{extra}"
@@ -234,32 +442,56 @@ def cmd_jit_status(args) -> int:
 
 
 def cmd_jit_prebuild(args) -> int:
+    from .build import BatchProgress, set_batch
+    from .cache import finished_objects
+    from .core import check_requirements
     from .errors import JitBuildError
 
     if args.jobs is not None:
         if args.jobs < 1:
             raise SystemExit("oasr: error: --jobs must be at least 1")
         os.environ["MAX_JOBS"] = str(args.jobs)
-    families = _selected_families(args.family)
-    if not families:
+    if not discover_families() or not _selected_families(args.family):
         print("no OASR families installed: nothing to prebuild")
         return 0
     target = _pin_arch(args.arch)
-    specs = []
-    for fam in families:
-        family_specs = list(fam.production_specs(target))
-        print(f"{fam.name}: {len(family_specs)} modules for {target.sm}", flush=True)
-        specs += family_specs
+    specs, rows, reasons = _collect(args, target)
+    narrowed = bool(args.module or args.filter)
+    for fam, family_specs, count, why in rows:
+        if why:
+            print(f"{fam.name}: {why}", flush=True)
+        elif not narrowed:
+            print(f"{fam.name}: {count} modules for {target.sm}", flush=True)
+        elif family_specs:
+            print(f"{fam.name}: {len(family_specs)} of {count} modules for {target.sm}", flush=True)
+    if not specs:
+        _usage_error(f"nothing to build for {target.sm}: " + "; ".join(reasons))
+    missing = check_requirements(specs)
+    if missing:
+        print(
+            f"oasr: error: {_missing_line(missing, len(specs))} (nothing was compiled)",
+            file=sys.stderr,
+        )
+        return 1
+
+    progress = BatchProgress(len(specs))
 
     def build(spec) -> tuple[bool, str]:
         """(failed, the line to print) of one module."""
+        set_batch(progress)
         start = time.monotonic()
         was_built = spec.is_built
+        kept = 0 if was_built else finished_objects(spec.key_dir)
         try:
             spec.build()
-        except JitBuildError as exc:
+        except (JitBuildError, RuntimeError) as exc:
             return True, f"  FAILED {spec.name}: {str(exc).splitlines()[0]}"
+        finally:
+            progress.finished()
+            set_batch(None)
         verdict = "cached" if was_built else f"built in {time.monotonic() - start:.1f} s"
+        if kept:
+            verdict += f" (resumed: kept {kept} of {len(spec.sources)} objects)"
         return False, f"  {spec.name:<40} {spec.key}  {verdict}"
 
     # The modules build side by side: concurrent builds share one budget of compiler jobs
@@ -385,6 +617,23 @@ def cmd_bench(args) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _add_selection_arguments(p) -> None:
+    p.add_argument("--family", action="append", help="only this family (repeatable)")
+    p.add_argument("--arch", help="architecture, e.g. 9.0a (default: OASR_CUDA_ARCH_LIST or GPU)")
+    p.add_argument(
+        "--module",
+        action="append",
+        metavar="NAME",
+        help="only this module, named as `oasr jit list` prints it (repeatable)",
+    )
+    p.add_argument(
+        "--filter",
+        action="append",
+        metavar="SUBSTRING",
+        help="only modules whose name holds it, case-insensitive (repeatable: any of them)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="oasr", description="OASR: GPU kernels for speech recognition.")
     parser.add_argument("--version", action="version", version=f"oasr {__version__}")
@@ -403,17 +652,19 @@ def build_parser() -> argparse.ArgumentParser:
     jit.set_defaults(func=lambda a: (jit.print_help(), 2)[1])
 
     p = jsub.add_parser("list", help="the installed families' production modules and their keys")
-    p.add_argument("--family", action="append", help="only this family (repeatable)")
-    p.add_argument("--arch", help="architecture, e.g. 9.0a (default: OASR_CUDA_ARCH_LIST or GPU)")
+    _add_selection_arguments(p)
     p.set_defaults(func=cmd_jit_list)
 
     p = jsub.add_parser("status", help="every cached key: state, size, last use, lock holder")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_jit_status)
 
-    p = jsub.add_parser("prebuild", help="compile the families' production modules (no GPU needed)")
-    p.add_argument("--family", action="append", help="only this family (repeatable)")
-    p.add_argument("--arch", help="architecture, e.g. 9.0a (default: OASR_CUDA_ARCH_LIST or GPU)")
+    p = jsub.add_parser(
+        "prebuild",
+        help="compile the families' production modules (no GPU needed; resumes an interrupted "
+        "build)",
+    )
+    _add_selection_arguments(p)
     p.add_argument("--jobs", type=int, help="parallel compiler jobs (default: cores and memory)")
     p.set_defaults(func=cmd_jit_prebuild)
 

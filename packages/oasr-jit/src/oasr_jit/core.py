@@ -9,7 +9,9 @@ library lives at ``$OASR_JIT_DIR/<name>/<key>/<name>.so``:
     <name>.so.failed   the last failed build's command and output (for processes that waited)
     <name>.lock        the build lock; it names its holder while held
     last_used          touched by every load (prune policy)
-    build.ninja obj/   the build, gen/ the rendered sources, spec.json what the key covers
+    build.ninja obj/   the build (kept: a rerun after an interrupted build compiles only the
+                       objects it had not finished), gen/ the rendered sources, spec.json what
+                       the key covers
 """
 
 from __future__ import annotations
@@ -329,6 +331,9 @@ class _BuildPlan:
         if spec.is_cuda:
             self.nvcc = toolchain.nvcc()
             self.arch = _arch.target_arch()
+            # Refused before anything compiles: nvcc would fail every translation unit with
+            # "Unsupported gpu architecture".
+            toolchain.check_arch_buildable(self.nvcc, self.arch)
             tools["nvcc"] = [self.nvcc.path, self.nvcc.identity]
             cuda_cflags = [
                 *DEFAULT_CUDA_CFLAGS,
@@ -486,13 +491,20 @@ class _BuildPlan:
             failure_path.unlink(missing_ok=True)
             _touch(key_dir / "last_used")
 
-    def write_sources_and_ninja(self, key_dir: Path) -> None:
+    def write_sources_and_ninja(self, key_dir: Path, write=None) -> None:
+        """The rendered sources under ``gen/``, ``build.ninja`` and ``spec.json``; ``write(path,
+        text)`` writes the first two (the build passes one that leaves unchanged files alone)."""
+        if write is None:
+
+            def write(path: Path, text: str) -> None:
+                path.write_text(text)
+
         gen = key_dir / "gen"
         for src, _ in self.source_inputs:
             if src.text is not None:
                 gen.mkdir(parents=True, exist_ok=True)
-                (gen / src.name).write_text(src.text)
-        (key_dir / "build.ninja").write_text(self.ninja_text(placeholders=False))
+                write(gen / src.name, src.text)
+        write(key_dir / "build.ninja", self.ninja_text(placeholders=False))
         info = {
             "name": self.spec.name,
             "key": self.key,
@@ -526,6 +538,76 @@ def _write_failure(path: Path, error: JitBuildError, token: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# requirements, checked before a batch compiles anything
+
+
+class MissingRequirement(NamedTuple):
+    """A tool or header set some specs need and this machine lacks."""
+
+    what: str  # "CUTLASS headers", "nvcc", "the host C++ compiler", "TVM-FFI", "ninja"
+    problem: str  # one line: what is wrong and the fix
+    modules: tuple[str, ...]  # the specs that need it
+
+
+def _probe_problem(probe) -> str | None:
+    try:
+        probe()
+    except (RuntimeError, ValueError, OSError) as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
+def _cutlass_problem() -> str | None:
+    try:
+        found = env.cutlass_info()
+    except RuntimeError as exc:  # OASR_CUTLASS_DIR names something else
+        return str(exc).splitlines()[0]
+    if found is None:
+        return f"not found: {env.CUTLASS_FIX}"
+    return None
+
+
+def _nvcc_problem() -> str | None:
+    try:
+        compiler = toolchain.nvcc()
+    except (RuntimeError, ValueError) as exc:
+        return str(exc).splitlines()[0]
+    try:
+        target = _arch.target_arch()
+    except (RuntimeError, ValueError) as exc:
+        return str(exc).splitlines()[0]
+    return toolchain.arch_unsupported_reason(compiler, target)
+
+
+def _ninja_problem() -> str | None:
+    from .build import _ninja
+
+    return _probe_problem(_ninja)
+
+
+def check_requirements(specs: Sequence[JitSpec]) -> list[MissingRequirement]:
+    """What the ``specs`` need that is missing: the host compiler, TVM-FFI and ninja (every
+    spec), nvcc able to build the target architecture (CUDA specs), CUTLASS headers
+    (``use_cutlass`` specs). Each is probed once; nothing is compiled. Empty when all is there."""
+    checks = (
+        ("the host C++ compiler", lambda s: True, lambda: _probe_problem(toolchain.host_compiler)),
+        ("TVM-FFI", lambda s: True, lambda: _probe_problem(env.tvm_ffi_info)),
+        ("ninja", lambda s: True, _ninja_problem),
+        ("nvcc", lambda s: s.is_cuda, _nvcc_problem),
+        ("CUTLASS headers", lambda s: s.use_cutlass, _cutlass_problem),
+    )
+    missing = []
+    for what, needs, probe in checks:
+        needing = tuple(s.name for s in specs if needs(s))
+        if not needing:
+            continue
+        problem = probe()
+        if problem is not None:
+            missing.append(MissingRequirement(what, problem, needing))
+    return missing
 
 
 # ---------------------------------------------------------------------------------------------

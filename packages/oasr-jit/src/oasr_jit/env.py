@@ -159,8 +159,9 @@ def cutlass_info() -> CutlassInfo | None:
         info = _cutlass_from_checkout(Path(override).expanduser(), "OASR_CUTLASS_DIR")
         if info is None:
             raise RuntimeError(
-                f"OASR_CUTLASS_DIR={override} is not a CUTLASS checkout "
-                "(expected include/cutlass/version.h under it)"
+                f"OASR_CUTLASS_DIR={override} is not a CUTLASS checkout (no "
+                "include/cutlass/version.h under it): point it at one, or unset it to use the "
+                "nvidia-cutlass wheel"
             )
         return info
     repo = repository_root()
@@ -177,11 +178,68 @@ def cutlass_info() -> CutlassInfo | None:
     return None
 
 
+#: how to get CUTLASS's headers
+CUTLASS_FIX = (
+    "`pip install nvidia-cutlass` (or `pip install oasr-jit[cutlass]`), or point "
+    "OASR_CUTLASS_DIR at a CUTLASS checkout, or clone one into third_party/cutlass"
+)
+
+
 def require_cutlass() -> CutlassInfo:
+    """`cutlass_info`, or `RuntimeError` naming the fix when there is none."""
     info = cutlass_info()
     if info is None:
-        raise RuntimeError(
-            "CUTLASS headers not found: `pip install nvidia-cutlass`, or point OASR_CUTLASS_DIR "
-            "at a CUTLASS checkout, or clone one into third_party/cutlass"
-        )
+        raise RuntimeError(f"CUTLASS headers not found: {CUTLASS_FIX}")
     return info
+
+
+# ---------------------------------------------------------------------------------------------
+# torch (described, never imported: importing it costs a second)
+
+
+class TorchInfo(NamedTuple):
+    version: str  # "2.13.0+cu130"
+    cuda: str | None  # the CUDA release it was built with ("13.0"); None: a CPU (or ROCm) build
+    hip: str | None  # the ROCm release of a ROCm build
+    root: Path
+
+
+def torch_info() -> TorchInfo | None:
+    """The installed torch's version and build (``torch/version.py``, read without importing
+    torch); None when torch is not installed."""
+    import ast
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(next(iter(spec.submodule_search_locations))).resolve()
+    values: dict[str, object] = {}
+    try:
+        tree = ast.parse((root / "version.py").read_text())
+    except (OSError, SyntaxError, ValueError):
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            values[target.id] = value.value
+    version = values.get("__version__")
+    if not isinstance(version, str):
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as distribution_version
+
+        try:
+            version = distribution_version("torch")
+        except PackageNotFoundError:
+            version = "unknown"
+    cuda, hip = values.get("cuda"), values.get("hip")
+    return TorchInfo(
+        version=version,
+        cuda=cuda if isinstance(cuda, str) else None,
+        hip=hip if isinstance(hip, str) else None,
+        root=root,
+    )

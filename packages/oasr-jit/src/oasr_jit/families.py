@@ -36,6 +36,19 @@ class Family(NamedTuple):
     production_specs: Callable[[object], Sequence] = _no_specs
     #: public names re-exported by the `oasr` metapackage (oasr.<name>)
     exports: tuple[str, ...] = ()
+    #: the architectures `production_specs` builds for (``("9.0a",)``); empty: any the family's
+    #: ``production_specs`` returns modules for (``oasr jit`` then asks it, per architecture,
+    #: to say which when it returns none for the one asked)
+    supported_archs: tuple[str, ...] = ()
+
+    def serves(self, arch) -> bool | None:
+        """Whether the family declares ``arch`` (a `CudaArch`) as one it builds for; None when
+        it declares no architectures."""
+        if not self.supported_archs:
+            return None
+        from .arch import parse_arch
+
+        return any(parse_arch(a)[:2] == tuple(arch)[:2] for a in self.supported_archs)
 
 
 class FamilyRegistrationError(RuntimeError):

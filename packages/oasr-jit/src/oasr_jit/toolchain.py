@@ -201,3 +201,73 @@ def nvcc() -> Nvcc:
         identity=identity,
         release=match.group(1) if match else "unknown",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# what nvcc can build for
+
+_GPU_CODE_MEMO_FILE = ".nvcc-gpu-codes.json"
+
+
+@functools.cache
+def nvcc_gpu_codes(path: str) -> tuple[str, ...] | None:
+    """The real architectures ``<path> --list-gpu-code`` names (``sm_75``, ``sm_80``, ...), in
+    its order; None when nvcc cannot say (a toolkit older than the option). Asked once per
+    binary: the answer is remembered on disk like its ``--version``."""
+    signature = _binary_signature(path)
+    if signature is not None:
+        known = _read_memo(_GPU_CODE_MEMO_FILE).get(signature)
+        if known is not None:
+            return tuple(known)
+    try:
+        proc = _run([path, "--list-gpu-code"])
+    except RuntimeError:
+        return None
+    codes = tuple(re.findall(r"\bsm_\d+\b", proc.stdout)) if proc.returncode == 0 else ()
+    if not codes:
+        return None
+    if signature is not None:
+        memo = _read_memo(_GPU_CODE_MEMO_FILE)
+        memo[signature] = list(codes)
+        _write_memo(_GPU_CODE_MEMO_FILE, memo)
+    return codes
+
+
+def buildable_arches(compiler: Nvcc) -> list | None:
+    """The architectures ``compiler`` builds, oldest first, as `arch.CudaArch` (``9.0a`` for
+    ``sm_90``: the ``a`` target is built from 9.0 on); None when it cannot say."""
+    from .arch import parse_arch
+
+    codes = nvcc_gpu_codes(compiler.path)
+    if codes is None:
+        return None
+    arches = []
+    for code in codes:
+        try:
+            parsed = parse_arch(code)
+        except ValueError:
+            continue  # older than OASR builds
+        if parsed not in arches:
+            arches.append(parsed)
+    return sorted(arches)
+
+
+def arch_unsupported_reason(compiler: Nvcc, target) -> str | None:
+    """Why ``compiler`` cannot build for ``target`` (a `CudaArch`), in one line naming the fix;
+    None when it can (or cannot say)."""
+    arches = buildable_arches(compiler)
+    if arches is None or any(a[:2] == target[:2] for a in arches):
+        return None
+    names = ", ".join(a.name for a in arches)
+    return (
+        f"CUDA {compiler.release} ({compiler.path}) cannot build for {target.sm}; it builds "
+        f"{names}: choose one of those (--arch or OASR_CUDA_ARCH_LIST), or use a CUDA toolkit "
+        f"that supports {target.sm} (CUDA_HOME or OASR_NVCC)"
+    )
+
+
+def check_arch_buildable(compiler: Nvcc, target) -> None:
+    """Raise `RuntimeError` (`arch_unsupported_reason`) unless ``compiler`` builds ``target``."""
+    reason = arch_unsupported_reason(compiler, target)
+    if reason is not None:
+        raise RuntimeError(reason)
