@@ -20,7 +20,9 @@ def test_a_cuda_float_tensor_passes_and_a_cpu_one_names_the_move():
 def test_type_and_dtype_errors_name_the_argument_and_the_supported_set():
     with pytest.raises(TypeError, match=r"A must be a torch.Tensor \[M, K\], got list"):
         check_tensor([1.0], "A", shape_hint="[M, K]")
-    with pytest.raises(TypeError, match="A has dtype torch.float32; supported: float16 or bfloat16"):
+    with pytest.raises(
+        TypeError, match="A has dtype torch.float32; supported: float16 or bfloat16"
+    ):
         check_tensor(torch.ones(2), "A", dtypes=HALF_DTYPES, device_type=None)
     with pytest.raises(TypeError, match="supported: float32, float16 or bfloat16"):
         check_tensor(torch.ones(2, dtype=torch.int32), "x", device_type="cpu")

@@ -62,7 +62,7 @@ class _OasrModule(_types.ModuleType):
     """The package's module type: its docstring names what is installed (computed when asked)."""
 
     @property
-    def __doc__(self):  # noqa: D401 - the module's docstring, with the installed families
+    def __doc__(self):  # the module docstring, with the installed families
         return _BASE_DOC + _families_doc()
 
 
