@@ -1,6 +1,6 @@
 // Launchers of softmax / log_softmax over the last dimension and the masked attention softmax
 // (module oasr_softmax).
-#include "oasr/common/softmax.cuh"
+#include "oasr/norm/masked_softmax.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
