@@ -76,8 +76,8 @@ def layer_norm(
 
     Notes
     -----
-    Equivalent to ``act(F.layer_norm(x.float(), (C,), weight, bias, eps)).to(x.dtype)``; the
-    twin is `oasr_norm.twins.layer_norm`.
+    Equivalent to ``act(F.layer_norm(x, (C,), weight, bias, eps))`` computed in float32 and
+    rounded to x's dtype; the twin is `oasr_norm.twins.layer_norm`.
 
     Examples
     --------
@@ -135,8 +135,8 @@ def rms_norm(
 
     Notes
     -----
-    Equivalent to ``act(F.rms_norm(x.float(), (C,), weight, eps)).to(x.dtype)``; the twin is
-    `oasr_norm.twins.rms_norm`.
+    Equivalent to ``act(F.rms_norm(x, (C,), weight, eps))`` computed in float32 and rounded to
+    x's dtype; the twin is `oasr_norm.twins.rms_norm`.
 
     Examples
     --------
@@ -456,8 +456,8 @@ def group_norm(
 
     Notes
     -----
-    Equivalent to ``F.group_norm(x.float(), num_groups, weight, bias, eps).to(x.dtype)``; the
-    twin is `oasr_norm.twins.group_norm`.
+    Equivalent to ``F.group_norm(x, num_groups, weight, bias, eps)`` computed in float32 and
+    rounded to x's dtype; the twin is `oasr_norm.twins.group_norm`.
 
     Examples
     --------
