@@ -1,15 +1,16 @@
 """Which kernel the softmax launchers pick for a layout, checked on the CPU: a host program built
-with the real nvcc asks softmax.cuh's choosers for a table of operand layouts and prints the
-answers. masked_softmax's in its order (masked_aligned_body, then masked_rows_unit_steps /
-masked_rows_pair_aligned); gemm_log_softmax's row pass's (padded_rows_kernel). The pointers are
-addresses only (never dereferenced), so no GPU is needed. The GPU tests check every path's
-answers."""
+with the real nvcc asks the softmax choosers for a table of operand layouts and prints the
+answers. masked_softmax's (oasr-norm's oasr/norm/masked_softmax.cuh) in its order
+(masked_aligned_body, then masked_rows_unit_steps / masked_rows_pair_aligned); gemm_log_softmax's
+row pass's (padded_rows_kernel, oasr/common/softmax.cuh). The pointers are addresses only (never
+dereferenced), so no GPU is needed. The GPU tests check every path's answers."""
 
 from __future__ import annotations
 
 import subprocess
 import textwrap
 
+import pytest
 from jit_helpers import requires_nvcc
 
 from oasr_jit import env, toolchain
@@ -118,7 +119,7 @@ LAYOUTS = {
 PROGRAM = textwrap.dedent(
     """
     #include <cstdio>
-    #include "oasr/common/softmax.cuh"
+    #include "oasr/norm/masked_softmax.cuh"
     using namespace oasr;
 
     template <typename P> const P* at(uintptr_t address) {
@@ -181,14 +182,15 @@ def _case(index: int, statements: str, bias_type: str) -> str:
     )
 
 
-def _answers(tmp_path, program_text: str, names: list[str]) -> dict[str, str]:
+def _answers(tmp_path, program_text: str, names: list[str], include_dirs=()) -> dict[str, str]:
     """Builds and runs the host program; its lines are `index answer`."""
     source = tmp_path / "layouts.cu"
     source.write_text(program_text)
     program = tmp_path / "layouts"
     build = subprocess.run(
         [toolchain.nvcc().path, "-std=c++17", "--expt-relaxed-constexpr",
-         f"-I{env.OASR_JIT_INCLUDE_DIR}", str(source), "-o", str(program)],
+         f"-I{env.OASR_JIT_INCLUDE_DIR}", *(f"-I{d}" for d in include_dirs), str(source),
+         "-o", str(program)],
         capture_output=True, text=True,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
@@ -199,7 +201,8 @@ def _answers(tmp_path, program_text: str, names: list[str]) -> dict[str, str]:
 def test_masked_softmax_picks_the_kernel_its_layout_allows(tmp_path):
     names = list(LAYOUTS)
     cases = "\n".join(_case(i, LAYOUTS[name][0], LAYOUTS[name][1]) for i, name in enumerate(names))
-    got = _answers(tmp_path, PROGRAM.replace("CASES", cases), names)
+    norm_jit = pytest.importorskip("oasr_norm._jit")
+    got = _answers(tmp_path, PROGRAM.replace("CASES", cases), names, [norm_jit.INCLUDE_DIR])
     want = {name: expected for name, (_, _, expected) in LAYOUTS.items()}
     assert set(want.values()) == {
         "aligned body",

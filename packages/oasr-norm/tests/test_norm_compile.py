@@ -32,8 +32,8 @@ def test_every_production_module_compiles_for_sm90a(hopper):
     assert {s.name for s in specs} == {
         "oasr_norm_rows",
         "oasr_norm_channels",
-        "oasr_activation",
-        "oasr_softmax",
+        "oasr_norm_activation",
+        "oasr_norm_softmax",
     }
     for spec in specs:
         assert spec.is_cuda

@@ -14,13 +14,13 @@ OPS = {
     **dict.fromkeys(
         ("layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm", "bias_norm",
          "batch_norm1d", "fold_batch_norm", "group_norm"),
-        "norm",
+        "normalization",
     ),
     **dict.fromkeys(
         ("gelu", "gelu_tanh", "sigmoid", "tanh", "relu", "swish", "swoosh_l", "swoosh_r", "glu"),
-        "activation",
+        "activations",
     ),
-    **dict.fromkeys(("softmax", "log_softmax", "masked_softmax"), "softmax"),
+    **dict.fromkeys(("softmax", "log_softmax", "masked_softmax"), "softmaxes"),
 }  # fmt: skip
 
 #: submodules reachable as attributes of the package

@@ -1,10 +1,10 @@
-"""JIT generators of the norm family: three modules, each holding every dtype.
+"""JIT generators of the norm family: four modules, each holding every dtype.
 
-    oasr_norm_rows     layer/RMS/bias norm (+ fused add, + fused activation), one rendered TU
-                       per dtype so nvcc builds them in parallel
-    oasr_norm_channels batch_norm1d (BTC, per channel) and group_norm
-    oasr_activation    the elementwise activations and GLU
-    oasr_softmax       softmax, log_softmax, masked_softmax
+    oasr_norm_rows        layer/RMS/bias norm (+ fused add, + fused activation), one rendered
+                          TU per dtype so nvcc builds them in parallel
+    oasr_norm_channels    batch_norm1d (BTC, per channel) and group_norm
+    oasr_norm_activation  the elementwise activations and GLU
+    oasr_norm_softmax     softmax, log_softmax, masked_softmax
 
 Module names carry no arch: the key does (one architecture per process).
 """
@@ -52,7 +52,7 @@ def gen_channel_norm_module() -> JitSpec:
 
 def gen_activation_module() -> JitSpec:
     return gen_jit_spec(
-        "oasr_activation",
+        "oasr_norm_activation",
         _csrc("activation.cu", "activation_jit_binding.cu"),
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
     )
@@ -60,7 +60,7 @@ def gen_activation_module() -> JitSpec:
 
 def gen_softmax_module() -> JitSpec:
     return gen_jit_spec(
-        "oasr_softmax",
+        "oasr_norm_softmax",
         _csrc("softmax.cu", "softmax_jit_binding.cu"),
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
     )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import norm, twins
-from ._checks import FLOAT_DTYPES
+from oasr_jit.checks import FLOAT_DTYPES
+
+from . import normalization, twins
 
 
 def _kernel_serves(x: torch.Tensor, *params: torch.Tensor | None) -> bool:
@@ -51,14 +52,16 @@ class LayerNorm(nn.LayerNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _kernel_serves(x, self.weight, self.bias):
-            return norm.layer_norm(x, self.weight, self.bias, self.eps, activation=self.activation)
+            return normalization.layer_norm(
+                x, self.weight, self.bias, self.eps, activation=self.activation
+            )
         return twins.layer_norm(x, self.weight, self.bias, self.eps, activation=self.activation)
 
     def forward_add(self, x: torch.Tensor, residual: torch.Tensor):
         """``(layer_norm(x + residual), x + residual)`` in one pass on CUDA."""
         if _kernel_serves(x, residual, self.weight, self.bias):
-            return norm.add_layer_norm(x, residual, self.weight, self.bias, self.eps,
-                                       activation=self.activation)  # fmt: skip
+            return normalization.add_layer_norm(x, residual, self.weight, self.bias, self.eps,
+                                                activation=self.activation)  # fmt: skip
         return twins.add_layer_norm(x, residual, self.weight, self.bias, self.eps,
                                     activation=self.activation)  # fmt: skip
 
@@ -79,13 +82,13 @@ class RMSNorm(nn.RMSNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _kernel_serves(x, self.weight):
-            return norm.rms_norm(x, self.weight, self._eps, activation=self.activation)
+            return normalization.rms_norm(x, self.weight, self._eps, activation=self.activation)
         return twins.rms_norm(x, self.weight, self._eps, activation=self.activation)
 
     def forward_add(self, x: torch.Tensor, residual: torch.Tensor):
         if _kernel_serves(x, residual, self.weight):
-            return norm.add_rms_norm(x, residual, self.weight, self._eps,
-                                     activation=self.activation)  # fmt: skip
+            return normalization.add_rms_norm(x, residual, self.weight, self._eps,
+                                              activation=self.activation)  # fmt: skip
         return twins.add_rms_norm(x, residual, self.weight, self._eps, activation=self.activation)
 
 
@@ -102,7 +105,7 @@ class BiasNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _kernel_serves(x, self.bias, self.log_scale):
-            return norm.bias_norm(x, self.bias, self.log_scale)
+            return normalization.bias_norm(x, self.bias, self.log_scale)
         return twins.bias_norm(x, self.bias, self.log_scale)
 
 
@@ -122,8 +125,9 @@ class BatchNormChannelsLast(nn.BatchNorm1d):
         inference = not self.training and self.running_mean is not None
         if inference and _kernel_serves(x, self.running_mean, self.running_var, self.weight,
                                         self.bias):  # fmt: skip
-            return norm.batch_norm1d(x, self.running_mean, self.running_var, self.weight,
-                                     self.bias, self.eps, activation=self.activation)  # fmt: skip
+            return normalization.batch_norm1d(x, self.running_mean, self.running_var,
+                                              self.weight, self.bias, self.eps,
+                                              activation=self.activation)  # fmt: skip
         y = super().forward(x.movedim(-1, 1)).movedim(1, -1)
         return y if self.activation is None else _activation_twin(self.activation, y)
 
@@ -133,7 +137,7 @@ class GroupNorm(nn.GroupNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.is_contiguous() and _kernel_serves(x, self.weight, self.bias):
-            return norm.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+            return normalization.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
         return twins.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
 

@@ -1,6 +1,7 @@
 // Launcher-side helpers shared by every family: input checks that raise Python exceptions
-// naming the tensor and the fix, dtype dispatch, the row view of an N-D tensor, the exact
-// storage-overlap test, and (in CUDA translation units) the device scope and stream.
+// naming the tensor and the fix, the launcher prologues (check_out_like, check_param,
+// optional_ptr), dtype dispatch, the row view of an N-D tensor, the exact storage-overlap test,
+// and (in CUDA translation units) the device scope and stream.
 //
 // Launchers re-check what the Python API validated, so a direct module call raises instead of
 // faulting the CUDA context. Everything here reads tensor metadata only; nothing touches data.
@@ -184,6 +185,57 @@ inline void check_aligned_16(const TensorView& t, const char* name) {
                               << 16 / std::max<int64_t>(element_bytes(t), 1)
                               << " elements or pass a fresh (contiguous) tensor";
   }
+}
+
+// "cuda:0", or "device type 1:0" for another device type (DLPack's codes).
+inline std::string device_str(DLDevice d) {
+  const std::string type =
+      d.device_type == kDLCUDA ? "cuda" : "device type " + std::to_string(d.device_type);
+  return type + ":" + std::to_string(d.device_id);
+}
+
+// Every tensor of a launch lives on the output's device (`device`; in the launchers a CUDA
+// device, which DeviceScope checked).
+inline void check_on_device(const TensorView& t, const char* name, DLDevice device) {
+  if (t.device().device_type != device.device_type || t.device().device_id != device.device_id) {
+    TVM_FFI_THROW(ValueError) << name << " is on device " << t.device().device_type << ":"
+                              << t.device().device_id << " but the output is on "
+                              << device_str(device) << "; move all arguments to one device";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// launcher prologues: the checks that open the launchers of elementwise and row-wise ops
+
+// `out` of an op that writes one value per element of `x`: on x's device, of x's dtype and
+// shape, contiguous.
+inline void check_out_like(const TensorView& out, const TensorView& x, const char* x_name) {
+  check_on_device(x, x_name, out.device());
+  check_same_dtype(out, "out", x, x_name);
+  check_same_shape(out, "out", x, x_name);
+  check_contiguous(out, "out");
+}
+
+// An optional parameter of the op (a weight, a bias, a running statistic): absent, or `numel`
+// contiguous elements of like's dtype on like's device (`like`: the input, already checked to
+// be on the output's device).
+inline void check_param(const OptionalTensor& p, const char* name, int64_t numel,
+                        const TensorView& like, const char* like_name) {
+  if (!p.has_value()) return;
+  const TensorView t = p.value();
+  check_on_device(t, name, like.device());
+  check_same_dtype(t, name, like, like_name);
+  check_contiguous(t, name);
+  if (t.numel() != numel) {
+    TVM_FFI_THROW(ValueError) << name << " must have " << numel << " elements, got shape "
+                              << shape_str(t);
+  }
+}
+
+// The first element of an optional tensor as a T*, or null where it is absent.
+template <typename T>
+const T* optional_ptr(const OptionalTensor& t) {
+  return t.has_value() ? reinterpret_cast<const T*>(data_bytes(t.value())) : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -392,11 +444,7 @@ class DeviceScope {
 
   // Every tensor of the call must live on the scope's device.
   void check_same_device(const TensorView& t, const char* name) const {
-    if (t.device().device_type != kDLCUDA || t.device().device_id != device_.device_id) {
-      TVM_FFI_THROW(ValueError) << name << " is on device " << t.device().device_type << ":"
-                                << t.device().device_id << " but the output is on cuda:"
-                                << device_.device_id << "; move all arguments to one device";
-    }
+    check_on_device(t, name, device_);
   }
 
  private:

@@ -1,4 +1,4 @@
-// Launchers of the elementwise activations and GLU (module oasr_activation).
+// Launchers of the elementwise activations and GLU (module oasr_norm_activation).
 #include "oasr/norm/activation.cuh"
 #include "tvm_ffi_utils.h"
 
@@ -8,10 +8,7 @@ using namespace oasr;
 // `activation` is a norm::Activation code other than kNone.
 void activation(TensorView out, TensorView x, int64_t activation) {
   DeviceScope scope(out);
-  scope.check_same_device(x, "x");
-  check_same_dtype(out, "out", x, "x");
-  check_same_shape(out, "out", x, "x");
-  check_contiguous(out, "out");
+  check_out_like(out, x, "x");
   const RowView rows = as_rows(x, "x");
   const bool in_place = data_bytes(out) == data_bytes(x) && x.IsContiguous();
   if (!in_place) check_no_overlap(out, "out", x, "x");

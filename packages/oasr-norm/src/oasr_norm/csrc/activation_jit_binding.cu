@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_activation module.
+// TVM-FFI exports of the oasr_norm_activation module.
 #include "tvm_ffi_utils.h"
 
 void activation(TensorView out, TensorView x, int64_t activation);

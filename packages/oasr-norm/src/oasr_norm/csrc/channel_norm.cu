@@ -5,43 +5,18 @@
 
 using namespace oasr;
 
-namespace {
-
-template <typename T>
-const T* optional_ptr(const OptionalTensor& t) {
-  return t.has_value() ? reinterpret_cast<const T*>(data_bytes(t.value())) : nullptr;
-}
-
-void check_channel_param(const DeviceScope& scope, const OptionalTensor& p, const TensorView& x,
-                         int64_t channels, const char* name) {
-  if (!p.has_value()) return;
-  const TensorView t = p.value();
-  scope.check_same_device(t, name);
-  check_same_dtype(t, name, x, "x");
-  check_contiguous(t, name);
-  if (t.numel() != channels) {
-    TVM_FFI_THROW(ValueError) << name << " must have " << channels << " elements, got shape "
-                              << shape_str(t);
-  }
-}
-
-}  // namespace
-
 // out = act(batch_norm(x)) over the last (channel) dimension of x [..., C].
 void batch_norm_channels_last(TensorView out, TensorView x, TensorView mean, TensorView var,
                               OptionalTensor weight, OptionalTensor bias, double eps,
                               int64_t activation) {
   DeviceScope scope(out);
-  scope.check_same_device(x, "x");
-  check_same_dtype(out, "out", x, "x");
-  check_same_shape(out, "out", x, "x");
-  check_contiguous(out, "out");
+  check_out_like(out, x, "x");
   const RowView rows = as_rows(x, "x");
   check_no_overlap(out, "out", x, "x");
-  check_channel_param(scope, mean, x, rows.cols, "running_mean");
-  check_channel_param(scope, var, x, rows.cols, "running_var");
-  check_channel_param(scope, weight, x, rows.cols, "weight");
-  check_channel_param(scope, bias, x, rows.cols, "bias");
+  check_param(mean, "running_mean", rows.cols, x, "x");
+  check_param(var, "running_var", rows.cols, x, "x");
+  check_param(weight, "weight", rows.cols, x, "x");
+  check_param(bias, "bias", rows.cols, x, "x");
   if (activation < 0 || activation >= int64_t(norm::Activation::kCount)) {
     TVM_FFI_THROW(ValueError) << "unknown activation code " << activation;
   }
@@ -68,10 +43,7 @@ void batch_norm_channels_last(TensorView out, TensorView x, TensorView mean, Ten
 void group_norm(TensorView out, TensorView x, OptionalTensor weight, OptionalTensor bias,
                 int64_t groups, double eps) {
   DeviceScope scope(out);
-  scope.check_same_device(x, "x");
-  check_same_dtype(out, "out", x, "x");
-  check_same_shape(out, "out", x, "x");
-  check_contiguous(out, "out");
+  check_out_like(out, x, "x");
   check_contiguous(x, "x");
   check_no_overlap(out, "out", x, "x");
   if (x.ndim() < 2) TVM_FFI_THROW(ValueError) << "x must be [N, C, *], got " << shape_str(x);
@@ -80,8 +52,8 @@ void group_norm(TensorView out, TensorView x, OptionalTensor weight, OptionalTen
     TVM_FFI_THROW(ValueError) << "groups must divide the " << channels << " channels, got "
                               << groups;
   }
-  check_channel_param(scope, weight, x, channels, "weight");
-  check_channel_param(scope, bias, x, channels, "bias");
+  check_param(weight, "weight", channels, x, "x");
+  check_param(bias, "bias", channels, x, "x");
   const int64_t batch = x.size(0);
   const int64_t spatial = channels == 0 || batch == 0 ? 0 : x.numel() / (batch * channels);
   if (x.numel() == 0) return;

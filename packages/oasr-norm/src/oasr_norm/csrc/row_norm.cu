@@ -1,31 +1,10 @@
 // Launcher of the row normalizations (LayerNorm, RMSNorm, BiasNorm, each optionally with a fused
-// residual add and activation). One entry point; oasr_norm.norm maps the public ops onto it.
+// residual add and activation). One entry point; oasr_norm.normalization maps the public ops
+// onto it.
 #include "oasr/norm/row_norm.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
-
-namespace {
-
-template <typename T>
-const T* optional_ptr(const OptionalTensor& t) {
-  return t.has_value() ? reinterpret_cast<const T*>(data_bytes(t.value())) : nullptr;
-}
-
-void check_param(const DeviceScope& scope, const OptionalTensor& p, const TensorView& x,
-                 int64_t size, const char* name) {
-  if (!p.has_value()) return;
-  const TensorView t = p.value();
-  scope.check_same_device(t, name);
-  check_same_dtype(t, name, x, "x");
-  check_contiguous(t, name);
-  if (t.numel() != size) {
-    TVM_FFI_THROW(ValueError) << name << " must have " << size << " elements, got shape "
-                              << shape_str(t);
-  }
-}
-
-}  // namespace
 
 // out = act(norm(x [+ residual])); residual_out = x + residual when residual is given.
 // kind: 0 LayerNorm (weight, beta), 1 RMSNorm (weight), 2 BiasNorm (center, log_scale).
@@ -33,10 +12,7 @@ void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, Optiona
               OptionalTensor weight, OptionalTensor beta, OptionalTensor center,
               OptionalTensor log_scale, int64_t kind, double eps, int64_t activation) {
   DeviceScope scope(out);
-  scope.check_same_device(x, "x");
-  check_same_dtype(out, "out", x, "x");
-  check_same_shape(out, "out", x, "x");
-  check_contiguous(out, "out");
+  check_out_like(out, x, "x");
   const RowView rows = as_rows(x, "x");
   check_no_overlap(out, "out", x, "x");
   if (kind < 0 || kind > 2) TVM_FFI_THROW(ValueError) << "unknown norm kind " << kind;
@@ -67,10 +43,10 @@ void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, Optiona
                       res_rows.row_stride == res_out_rows.row_stride;
     if (!same) check_no_overlap(residual_out.value(), "residual_out", residual.value(), "residual");
   }
-  check_param(scope, weight, x, rows.cols, "weight");
-  check_param(scope, beta, x, rows.cols, "bias");
-  check_param(scope, center, x, rows.cols, "bias");
-  check_param(scope, log_scale, x, 1, "log_scale");
+  check_param(weight, "weight", rows.cols, x, "x");
+  check_param(beta, "bias", rows.cols, x, "x");
+  check_param(center, "bias", rows.cols, x, "x");
+  check_param(log_scale, "log_scale", 1, x, "x");
   if (kind == 2 && (!center.has_value() || !log_scale.has_value())) {
     TVM_FFI_THROW(ValueError) << "BiasNorm needs its bias and log_scale";
   }

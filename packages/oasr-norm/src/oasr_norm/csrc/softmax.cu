@@ -1,6 +1,6 @@
 // Launchers of softmax / log_softmax over the last dimension and the masked attention softmax
-// (module oasr_softmax).
-#include "oasr/common/softmax.cuh"
+// (module oasr_norm_softmax).
+#include "oasr/norm/masked_softmax.cuh"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
@@ -66,10 +66,7 @@ void run_masked(const DeviceScope& scope, TensorView out, TensorView scores, Opt
 // rows); out contiguous, may be x itself.
 void softmax(TensorView out, TensorView x, bool log_output) {
   DeviceScope scope(out);
-  scope.check_same_device(x, "x");
-  check_same_dtype(out, "out", x, "x");
-  check_same_shape(out, "out", x, "x");
-  check_contiguous(out, "out");
+  check_out_like(out, x, "x");
   const RowView rows = as_rows(x, "x");
   if (!same_contiguous_view(out, x)) check_no_overlap(out, "out", x, "x");
   if (rows.rows == 0 || rows.cols == 0) return;
@@ -89,11 +86,8 @@ void softmax(TensorView out, TensorView x, bool log_output) {
 void masked_softmax(TensorView out, TensorView scores, OptionalTensor bias, OptionalTensor mask,
                     OptionalTensor key_padding_mask, double scale) {
   DeviceScope scope(out);
-  scope.check_same_device(scores, "scores");
-  check_same_dtype(out, "out", scores, "scores");
+  check_out_like(out, scores, "scores");
   check_ndim(scores, 4, "scores");
-  check_same_shape(out, "out", scores, "scores");
-  check_contiguous(out, "out");
   check_last_dim_contiguous(scores, "scores");
   if (!same_contiguous_view(out, scores)) check_no_overlap(out, "out", scores, "scores");
   const bool float_bias = bias.has_value() && !same_dtype(bias.value().dtype(), scores.dtype());

