@@ -46,7 +46,7 @@ def test_twins_match_float64(dtype, act):
 def test_refusals_name_the_fix():
     A = torch.randn(4, 16).half()
     B = torch.randn(8, 16).half()
-    with pytest.raises(ValueError, match="need CUDA tensors"):
+    with pytest.raises(ValueError, match=r"A must be a CUDA tensor.*backend='torch'"):
         oasr_gemm.gemm(A, B)
     with pytest.raises(ValueError, match=r"C.clone\(\)"):
         oasr_gemm.gemm(A, B, torch.randn(9).half()[1:])  # starts 2 bytes into its storage
@@ -88,11 +88,8 @@ def test_an_out_that_aliases_an_input_still_gets_the_product():
 def test_an_sm80_variant_gets_the_workspace_it_asks_for(monkeypatch):
     """`_run` asks an sm80 variant its workspace size once per shape, allocates exactly that (or
     passes none) and calls the variant with it; an sm90 variant gets no workspace argument."""
-    import importlib
-
     from oasr_gemm import configs
-
-    gemm = importlib.import_module("oasr_gemm.gemm")  # the module, not the function
+    from oasr_gemm import dense as gemm
 
     calls, asked = [], []
 
@@ -121,3 +118,23 @@ def test_an_sm80_variant_gets_the_workspace_it_asks_for(monkeypatch):
     assert with_plain[-1] is None and len(with_plain) == 6
     assert len(sm90) == 5
     assert (no_c, c90, c80) == (False, True, False)
+
+
+def test_no_public_name_is_a_submodule_and_every_op_has_a_full_docstring():
+    """`oasr_gemm.<name>` is one thing: no public name equals a submodule's, and each public op
+    documents its parameters, errors and an example (what `help()` shows)."""
+    import pkgutil
+
+    from oasr_gemm._family import OPS, SUBMODULES
+
+    modules = {m.name for m in pkgutil.iter_modules(oasr_gemm.__path__)}
+    assert not set(OPS) & modules, set(OPS) & modules
+    assert set(SUBMODULES) <= modules
+    ops = ("gemm", "gemm_activation", "gemm_log_softmax", "bmm", "group_gemm")
+    for name in (*ops, "select_default_config"):
+        doc = getattr(oasr_gemm, name).__doc__ or ""
+        for section in ("Parameters", "Returns", "Raises", "Examples"):
+            assert f"{section}\n" in doc, f"{name}'s docstring has no {section} section"
+    for name in ops:
+        doc = getattr(oasr_gemm, name).__doc__
+        assert 'backend="torch"' in doc and "Equivalent to" in doc, name

@@ -9,7 +9,7 @@ from oasr_gemm import bench as gemm_bench
 from oasr_jit import bench
 from oasr_jit.testing import skip_unless_gpu
 
-# What shared/design/BENCHMARKS.md quotes PyTorch for
+# The shapes docs/benchmarks.md quotes PyTorch for
 BENCHMARKS_ROWS = (
     "gemm fp16 8000x2048x256",
     "gemm fp16 8000x256x256",
@@ -43,8 +43,8 @@ def test_asr_grid_and_counts():
     assert big.flops == 2 * 48000 * 3840 * 1280
     assert big.bytes_moved == 2 * (48000 * 1280 + 3840 * 1280 + 48000 * 3840 + 3840)
     # each case says which kernel the selection runs (a pure function: no GPU needed)
-    # fp16 runs our kernel there since session 31's re-tune; bf16 has an entry of its own that
-    # keeps cuBLAS (the re-tuned kernel measured 0.92-1.07x cuBLAS in bf16)
+    # fp16 runs our kernel there (the shipped tuning data); bf16 has an entry of its own that
+    # keeps cuBLAS (the tuned kernel measured 0.92-1.07x cuBLAS in bf16)
     assert big.ran({"A": torch.empty(0, dtype=torch.bfloat16)}) == "cuBLAS (system)"
     fp16 = by_name["gemm fp16 48000x3840x1280"]
     assert fp16.ran({"A": torch.empty(0, dtype=torch.float16)}) == "t128x128x64_c1x1_pp (system)"

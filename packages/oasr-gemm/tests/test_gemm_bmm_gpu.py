@@ -17,8 +17,8 @@ import torch
 
 import oasr_gemm
 from oasr_gemm import _jit
+from oasr_gemm._checks import DTYPE_TAGS
 from oasr_gemm.batched import batch_views
-from oasr_gemm.gemm import _DTYPE_TAGS
 from oasr_jit.testing import skip_unless_gpu
 
 pytestmark = skip_unless_gpu()
@@ -98,11 +98,11 @@ def test_general_lane_tiles(shape, dtype):
     pads_alike = all(math.ceil(x / 64) % 2 == 0 for x in (M, N))
     wide = pads_alike and L * math.ceil(M / 128) * math.ceil(N / 128) >= sms
     store = 2 if N % 2 == 0 else 1
-    assert oasr_gemm.bmm_lane(A, B) == f"sm80 8/{store}" + (" 128x128" if wide else "")
+    assert oasr_gemm.selection.bmm_lane(A, B) == f"sm80 8/{store}" + (" 128x128" if wide else "")
     _check(A, B, dtype)
     # B along N keeps the 64 x 64 tile
     A, B = _operands(L, M, K, N, "b_row", dtype)
-    assert not oasr_gemm.bmm_lane(A, B).endswith("128x128")
+    assert not oasr_gemm.selection.bmm_lane(A, B).endswith("128x128")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -129,7 +129,7 @@ def test_more_problems_than_the_grid_z_dimension(K):
     dtype = torch.float16
     A = _randn(70000, 2, K, dtype=dtype)
     B = _randn(70000, K, 6, dtype=dtype, seed=1)  # N 6: the general lane (the tuned one below)
-    assert oasr_gemm.bmm_lane(A, B) == ("small_k" if K == 8 else "small_n")
+    assert oasr_gemm.selection.bmm_lane(A, B) == ("small_k" if K == 8 else "small_n")
     _check(A, B, dtype)
 
 
@@ -164,7 +164,7 @@ def test_tuned_lane(shape, b_layout, dtype):
     L, M, K, N = shape
     A, B = _operands(L, M, K, N, b_layout, dtype)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert oasr_gemm.bmm_lane(A, B) == f"sm90 {_expected_tile(L, M, N, sms)}"
+    assert oasr_gemm.selection.bmm_lane(A, B) == f"sm90 {_expected_tile(L, M, N, sms)}"
     _check(A, B, dtype)
 
 
@@ -175,7 +175,7 @@ def test_tuned_lane_tile_ladder_on_the_h200():
         assert _expected_tile(L, M, N, 132) == tile, (L, M, K, N)
         A = _randn(L, M, K, dtype=torch.float16)
         B = _randn(L, K, N, dtype=torch.float16, seed=1)
-        assert oasr_gemm.bmm_lane(A, B) == f"sm90 {tile}", (L, M, K, N)
+        assert oasr_gemm.selection.bmm_lane(A, B) == f"sm90 {tile}", (L, M, K, N)
 
 
 @pytest.mark.parametrize(
@@ -189,14 +189,14 @@ def test_what_stays_on_the_general_lane(case):
         B = B[:1].expand(4, 64, 128)
     elif case == "unaligned_pointer":
         A = _randn(4 * 128 * 64 + 8, dtype=dtype)[8:].view(4, 128, 64)  # 16-byte aligned: tuned
-        assert oasr_gemm.bmm_lane(A, B).startswith("sm90")
+        assert oasr_gemm.selection.bmm_lane(A, B).startswith("sm90")
         A = _randn(4 * 128 * 64 + 4, dtype=dtype)[4:].view(4, 128, 64)  # 8 bytes: general
     elif case == "two_batch_dims_not_folding":
         A = _randn(4, 2, 128, 64, dtype=dtype).transpose(0, 1)
         B = _randn(2, 4, 64, 128, dtype=dtype, seed=1, scale=0.1)
     else:
         B = B[..., :124]
-    assert oasr_gemm.bmm_lane(A, B).startswith(("sm80", "simt")), case
+    assert oasr_gemm.selection.bmm_lane(A, B).startswith(("sm80", "simt")), case
     _check(A, B, dtype)
 
 
@@ -220,7 +220,7 @@ def _forced(A, B, choice):
     """bmm through the module's ``_with`` export: -2 the CUTLASS general lane, -3 small-N."""
     dtype = A.dtype
     _, a4, b4, b_layout = batch_views(A, B)
-    fn = getattr(_jit.bmm_module(), _jit.bmm_function_name(_DTYPE_TAGS[dtype], b_layout) + "_with")
+    fn = getattr(_jit.bmm_module(), _jit.bmm_function_name(DTYPE_TAGS[dtype], b_layout) + "_with")
     out = torch.full((*a4.shape[:3], b4.shape[-1]), float("nan"), device="cuda", dtype=dtype)
     fn(out, a4, b4, choice)
     return out
@@ -252,7 +252,7 @@ SMALL_N = [
 def test_small_n_against_the_reference_and_the_cutlass_kernel(shape, b_layout, dtype):
     L, M, K, N = shape
     A, B = _operands(L, M, K, N, b_layout, dtype)
-    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "small_n"
     _check(A, B, dtype)
     want = torch.matmul(A.float(), B.float())
     for choice in (-3, -2):  # small-N, then the CUTLASS kernel the call used to run
@@ -265,7 +265,7 @@ def test_small_n_attention_values_with_broadcast_and_padded_rows(dtype):
     padded rows, B broadcast over the batch."""
     A = _randn(4, 3, 250, 256, dtype=dtype).transpose(0, 1)[..., :250]
     B = _randn(4, 250, 12, dtype=dtype, seed=1, scale=250**-0.5)
-    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "small_n"
     _check(A, B, dtype)
 
 
@@ -274,7 +274,7 @@ def test_small_n_with_an_odd_start(dtype):
     """Even K and N, but A one element into its storage: the 2-byte loads."""
     A = _randn(3 * 40 * 64 + 1, dtype=dtype)[1:].view(3, 40, 64)
     B = _randn(3, 64, 12, dtype=dtype, seed=1, scale=0.125)
-    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "small_n"
     _check(A, B, dtype)
 
 
@@ -283,14 +283,14 @@ def test_small_n_boundaries():
     with 1-element loads (SIMT). N 33-64 with 1-element loads runs the small-N kernel."""
     dtype = torch.float16
     A, B = _randn(2, 50, 32, dtype=dtype), _randn(2, 32, 20, dtype=dtype, seed=1, scale=0.2)
-    assert oasr_gemm.bmm_lane(A, B) == "sm80 4/4"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "sm80 4/4"
     A, B = _randn(2, 50, 34, dtype=dtype), _randn(2, 34, 40, dtype=dtype, seed=1, scale=0.2)
-    assert oasr_gemm.bmm_lane(A, B) == "sm80 2/8"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "sm80 2/8"
     A, B = _randn(2, 50, 33, dtype=dtype), _randn(2, 33, 65, dtype=dtype, seed=1, scale=0.2)
-    assert oasr_gemm.bmm_lane(A, B) == "simt"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "simt"
     _check(A, B, dtype)
     A, B = _randn(2, 50, 33, dtype=dtype), _randn(2, 33, 64, dtype=dtype, seed=1, scale=0.2)
-    assert oasr_gemm.bmm_lane(A, B) == "small_n"
+    assert oasr_gemm.selection.bmm_lane(A, B) == "small_n"
     _check(A, B, dtype)
 
 
@@ -346,7 +346,7 @@ def test_graph_capture(N):
     A = _randn(8, 250, 32, dtype=dtype)
     B = _randn(8, N, 32, dtype=dtype, seed=1, scale=0.2).transpose(-1, -2)
     lane = {250: "sm80", 256: "sm90", 12: "small_n"}[N]
-    assert oasr_gemm.bmm_lane(A, B).startswith(lane)
+    assert oasr_gemm.selection.bmm_lane(A, B).startswith(lane)
     out = torch.empty(8, 250, N, device="cuda", dtype=dtype)
     oasr_gemm.bmm(A, B, out=out)  # builds and loads the module outside the capture
     side = torch.cuda.Stream()

@@ -10,7 +10,7 @@ import torch
 
 import oasr_gemm
 from oasr_gemm import _jit, configs
-from oasr_gemm.gemm import ACTIVATIONS, _run
+from oasr_gemm.dense import ACTIVATIONS, _run
 from oasr_jit.testing import skip_unless_gpu
 
 pytestmark = skip_unless_gpu()

@@ -72,5 +72,5 @@ def test_refusals_name_the_fix():
         oasr_gemm.group_gemm(A, B, torch.tensor([0, 6, 4, 10], dtype=torch.int32))
     with pytest.raises(ValueError, match=r"out must be a contiguous \(10, 8\)"):
         oasr_gemm.group_gemm(A, B, offsets, out=torch.empty(10, 9, dtype=A.dtype))
-    with pytest.raises(ValueError, match="group_gemm kernels need CUDA tensors"):
+    with pytest.raises(ValueError, match=r"A must be a CUDA tensor.*backend='torch'"):
         oasr_gemm.group_gemm(A, B, offsets)

@@ -8,8 +8,20 @@ from oasr_gemm import _jit, configs
 
 
 def _rendered(spec) -> dict:
-    """A spec's rendered units: file name -> text."""
-    return {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    """A spec's rendered kernel units (not its binding): file name -> text."""
+    return {
+        s.name: s.text
+        for s in spec.sources
+        if getattr(s, "text", None) and not s.name.endswith("_jit_binding.cu")
+    }
+
+
+def _binding(spec) -> str:
+    """The text of a spec's one binding unit, ``<module>_jit_binding.cu``; no other unit
+    exports."""
+    units = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
+    assert not any("TVM_FFI_DLL_EXPORT" in text for text in _rendered(spec).values())
+    return units[f"{spec.name}_jit_binding.cu"]
 
 
 def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
@@ -24,7 +36,9 @@ def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
     assert "2, 1, false,\n" in text  # cluster 2 x 1, ping-pong
     assert "oasr::gemm::IdentityAct, false>;" in text  # the plain GEMM: no activation, no C
     assert f'check_c_matches(c, false, "gemm_bf16_{c.id}", "gemm_bf16_{c.id}_c");' in text
-    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{c.id}, run);" in text
+    assert f"\nvoid gemm_bf16_{c.id}(TensorView out," in text
+    export = f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{c.id}, gemm_bf16_{c.id});"
+    assert export in _binding(spec)
     assert '"t128x128x64_c1x1_pp"' in rendered[f"gemm_fp16_{configs.DEFAULT.id}.cu"]
 
 
@@ -36,7 +50,8 @@ def test_each_activation_is_compiled_into_its_own_units():
     text = rendered[f"gemm_gelu_tanh_fp16_{c.id}.cu"]
     assert "oasr::gemm::GeluTanhAct, false>;" in text
     assert f'"gelu_tanh_{c.id}"' in text  # the variant named in errors
-    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_gelu_tanh_fp16_{c.id}, run);" in text
+    function = f"gemm_gelu_tanh_fp16_{c.id}"
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({function}, {function});" in _binding(spec)
     with pytest.raises(ValueError, match="no epilogue"):
         _jit.function_name(c, "fp16", "tanh")
 
@@ -59,9 +74,10 @@ def test_kernels_that_add_a_matrix_c_are_units_of_their_own():
         _jit.gen_gemm_module("oasr_gemm_test", [sm80], ("fp16",), with_c=True)
     prod = _jit.gen_production_module("gelu", "bf16", with_c=True)
     assert prod.name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16_c"
-    units = sorted(s.name for s in prod.sources if s.name.endswith(".cu"))
+    units = sorted(_rendered(prod))
     sm90 = [x for x in configs.production_configs() if x.lane != configs.SM80_LANE]
     assert units == sorted(f"gemm_gelu_bf16_{x.id}_c.cu" for x in sm90)
+    assert all(f"gemm_gelu_bf16_{x.id}_c, " in _binding(prod) for x in sm90)
     tune = _jit.gen_tuning_module(c, "fp16", "relu", with_c=True)
     assert tune.name == f"oasr_gemm_tune_relu_fp16_{c.id}_c"
 
@@ -76,8 +92,12 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
     assert "Sm80Gemm<cutlass::bfloat16_t, 64, 128, 64,\n" in text
     assert "32, 64, 4,\n" in text  # warp tile, stages
     assert "oasr::gemm::SplitK::kSerial, 2," in text
-    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{serial.id}, run);" in text
-    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_bf16_{serial.id}_workspace, workspace);" in text
+    function = f"gemm_bf16_{serial.id}"
+    assert f"\nint64_t {function}_workspace(int64_t m," in text
+    binding = _binding(spec)
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({function}, {function});" in binding
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({function}_workspace, {function}_workspace);" in binding
+    assert "OptionalTensor c, OptionalTensor workspace);" in binding  # the sm80 signature
     assert "oasr::gemm::SplitK::kStreamK, 1," in rendered[f"gemm_bf16_{streamk.id}.cu"]
     swish = _jit.gen_tuning_module(serial, "fp16", "swish")
     assert swish.name == f"oasr_gemm_tune_swish_fp16_{serial.id}"
@@ -88,14 +108,15 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
 def test_production_and_tuning_specs():
     prod = _jit.gen_production_module()
     assert prod.name == f"{_jit.PRODUCTION_MODULE}_fp16" and prod.use_cutlass
-    names = [s.name for s in prod.sources if s.name.endswith(".cu")]
+    names = list(_rendered(prod))
     assert len(names) == len(configs.production_configs())  # one dtype per module
     assert all(n.startswith("gemm_fp16_") for n in names)
     assert _jit.gen_production_module("gelu", "bf16").name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16"
     first = configs.tuning_configs()[0]
     tune = _jit.gen_tuning_module(first, "bf16")
     assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
-    assert [s.name for s in tune.sources if s.name.endswith(".cu")] == [f"gemm_bf16_{first.id}.cu"]
+    assert list(_rendered(tune)) == [f"gemm_bf16_{first.id}.cu"]
+    assert f"{tune.name}_jit_binding.cu" in [s.name for s in tune.sources]
     swish = _jit.gen_tuning_module(first, "fp16", "swish")
     assert swish.name == f"oasr_gemm_tune_swish_fp16_{first.id}"
     acts = ("", "relu_", "swish_", "gelu_", "gelu_tanh_")
@@ -126,8 +147,10 @@ def test_bmm_units_per_dtype_and_b_layout():
     )
     text = rendered["bmm_bf16_b_col.cu"]
     assert "launch_bmm<T, false>" in text and "using T = cutlass::bfloat16_t;" in text
-    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(bmm_bf16_b_col, run);" in text
-    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(bmm_bf16_b_col_lane, lane);" in text
+    binding = _binding(spec)
+    for export in ("bmm_bf16_b_col", "bmm_bf16_b_col_lane", "bmm_bf16_b_col_with"):
+        assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({export}, {export});" in binding
+    assert "\ntvm::ffi::String bmm_bf16_b_col_lane(TensorView out," in text
     positions = [text.index(f'{{"{c}", ') for c in tuned]
     assert positions == sorted(positions)  # largest tile first
     assert "launch_bmm<T, true>" in rendered["bmm_fp16_b_row.cu"]
@@ -153,4 +176,21 @@ def test_group_gemm_units_one_per_dtype():
     rendered = _rendered(spec)
     assert sorted(rendered) == ["group_gemm_bf16.cu", "group_gemm_fp16.cu"]
     assert "launch_group_gemm<cutlass::half_t>" in rendered["group_gemm_fp16.cu"]
-    assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC(group_gemm_bf16, run);" in rendered["group_gemm_bf16.cu"]
+    assert "\nvoid group_gemm_bf16(TensorView out," in rendered["group_gemm_bf16.cu"]
+    export = "TVM_FFI_DLL_EXPORT_TYPED_FUNC(group_gemm_bf16, group_gemm_bf16);"
+    assert export in _binding(spec)
+
+
+def test_static_modules_export_from_their_binding_units():
+    """The row pass and the fused heads: static sources, one binding unit each."""
+    for spec, exports in (
+        (_jit.gen_log_softmax_module(), ["log_softmax_rows"]),
+        (_jit.gen_head_module(), ["log_softmax_head_sm90", "log_softmax_cluster_sm90"]),
+    ):
+        paths = [s.path for s in spec.sources]
+        (binding,) = [p for p in paths if p.name.endswith("_jit_binding.cu")]
+        assert binding.name == spec.name.removeprefix("oasr_gemm_") + "_jit_binding.cu"
+        text = binding.read_text()
+        for export in exports:
+            assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({export}, {export});" in text
+        assert not any("TVM_FFI_DLL_EXPORT" in p.read_text() for p in paths if p != binding)

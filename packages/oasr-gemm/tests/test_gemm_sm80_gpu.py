@@ -14,7 +14,7 @@ import torch
 import oasr_gemm
 from oasr_gemm import _jit, selection
 from oasr_gemm.configs import LANE, Sm80Config
-from oasr_gemm.gemm import VariantUnsupportedError, _run
+from oasr_gemm.dense import VariantUnsupportedError, _run
 from oasr_jit import tuning
 from oasr_jit.testing import skip_unless_gpu
 

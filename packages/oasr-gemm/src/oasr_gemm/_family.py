@@ -9,15 +9,14 @@ from oasr_jit import Family
 from ._version import __version__
 
 #: public name -> the submodule defining it: the package's lazy table (`__init__`) and the
-#: names the `oasr` metapackage re-exports, one list
+#: names the `oasr` metapackage re-exports, one list. Selection internals (`bmm_lane`,
+#: `tier_counts`, `rule_miss_report`, `GEMM_MIN_ROWS`) are `oasr_gemm.selection.<name>`.
 OPS = {
-    **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "gemm"),
+    **dict.fromkeys(("gemm", "gemm_activation", "VariantUnsupportedError"), "dense"),
     "gemm_log_softmax": "head",
-    **dict.fromkeys(("bmm", "bmm_lane"), "batched"),
+    "bmm": "batched",
     "group_gemm": "grouped",
-    **dict.fromkeys(
-        ("select_default_config", "rule_miss_report", "tier_counts", "GEMM_MIN_ROWS"), "selection"
-    ),
+    "select_default_config": "selection",
 }
 
 #: submodules reachable as attributes of the package

@@ -45,6 +45,10 @@ SPLIT_ENUMS = {"none": "kNone", "serial": "kSerial", "parallel": "kParallel", "s
 BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm.cu.jinja"
 BMM_SM90_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm90.cu.jinja"
 GROUP_TEMPLATE = PACKAGE_DIR / "templates" / "group_gemm_sm80.cu.jinja"
+#: the TVM-FFI exports of the rendered modules, one binding unit per module
+GEMM_BINDING = CSRC_DIR / "gemm_jit_binding.cu.jinja"
+BMM_BINDING = CSRC_DIR / "bmm_jit_binding.cu.jinja"
+GROUP_BINDING = CSRC_DIR / "group_gemm_jit_binding.cu.jinja"
 
 #: dtype tag -> CUTLASS element type
 DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
@@ -63,6 +67,12 @@ LOG_SOFTMAX_MODULE = "oasr_gemm_log_softmax"
 HEAD_MODULE = "oasr_gemm_log_softmax_head"
 #: B's layout tag -> whether B is row-major ([K, N] with a unit stride along N)
 BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
+
+
+def _binding(name: str, template: Path, context: dict) -> tuple[str, Path, dict]:
+    """The module's binding unit ``<name>_jit_binding.cu``: its exports' declarations and
+    ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` lines (the rendered kernels' units export nothing)."""
+    return (f"{name}_jit_binding.cu", template, {"module": name} | context)
 
 
 def _activation_tag(activation: str) -> str:
@@ -145,6 +155,16 @@ def gen_gemm_module(
         for c in configs
         for dtype in dtypes
     ]
+    functions = {
+        lane: [
+            function_name(c, dtype, activation, with_c)
+            for c in configs
+            for dtype in dtypes
+            if (c.lane == SM80_LANE) == (lane == "sm80")
+        ]
+        for lane in ("sm90", "sm80")
+    }
+    templates.append(_binding(name, GEMM_BINDING, functions))
     return gen_jinja_jit_spec(
         name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
     )
@@ -208,6 +228,7 @@ def gen_bmm_module(
 ) -> JitSpec:
     """Per (dtype, layout): the launcher unit (general lane) and one unit per tuned config."""
     templates = []
+    functions = []
     for dtype in dtypes:
         for layout in layouts:
             base = {
@@ -233,9 +254,11 @@ def gen_bmm_module(
                     )
                 )
             function = bmm_function_name(dtype, layout)
+            functions.append(function)
             templates.append(
                 (f"{function}.cu", BMM_TEMPLATE, base | {"function": function, "tuned": entries})
             )
+    templates.append(_binding(name, BMM_BINDING, {"functions": functions}))
     return gen_jinja_jit_spec(
         name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
     )
@@ -255,6 +278,8 @@ def gen_group_module(name: str = GROUP_MODULE, dtypes=tuple(DTYPES)) -> JitSpec:
         )
         for dtype in dtypes
     ]
+    functions = [group_function_name(dtype) for dtype in dtypes]
+    templates.append(_binding(name, GROUP_BINDING, {"functions": functions}))
     return gen_jinja_jit_spec(
         name, templates, extra_include_dirs=[INCLUDE_DIR, CSRC_DIR], use_cutlass=True
     )
@@ -262,15 +287,21 @@ def gen_group_module(name: str = GROUP_MODULE, dtypes=tuple(DTYPES)) -> JitSpec:
 
 def gen_log_softmax_module() -> JitSpec:
     return gen_jit_spec(
-        LOG_SOFTMAX_MODULE, [CSRC_DIR / "log_softmax_rows.cu"], extra_include_dirs=[CSRC_DIR]
+        LOG_SOFTMAX_MODULE,
+        [CSRC_DIR / "log_softmax_rows.cu", CSRC_DIR / "log_softmax_jit_binding.cu"],
+        extra_include_dirs=[CSRC_DIR],
     )
 
 
 def gen_head_module() -> JitSpec:
     return gen_jit_spec(
         HEAD_MODULE,
-        [CSRC_DIR / "log_softmax_head_sm90.cu", CSRC_DIR / "log_softmax_cluster_sm90.cu"],
-        extra_include_dirs=[CSRC_DIR],
+        [
+            CSRC_DIR / "log_softmax_head_sm90.cu",
+            CSRC_DIR / "log_softmax_cluster_sm90.cu",
+            CSRC_DIR / "log_softmax_head_jit_binding.cu",
+        ],
+        extra_include_dirs=[INCLUDE_DIR],
     )
 
 

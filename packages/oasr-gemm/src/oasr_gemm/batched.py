@@ -13,8 +13,8 @@ Two lanes (`docs/gemm.md`, "bmm"): the tuned lane (sm90 TMA + wgmma, one launch 
 batch) when every batch is stored (no broadcast), the batch dims fold into one stride per operand
 and pointers, strides and extents are multiples of 8 elements; the general lane for everything
 else: a small-K kernel for K <= 8, a small-N kernel (``mma.sync`` on 32-row tiles) for N <= 16,
-else CUTLASS 2.x ``mma.sync`` (SIMT where loads are 1-element). `bmm_lane` names the kernel a
-call would run.
+else CUTLASS 2.x ``mma.sync`` (SIMT where loads are 1-element). `oasr_gemm.selection.bmm_lane`
+names the kernel a call would run.
 """
 
 from __future__ import annotations
@@ -26,8 +26,14 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .gemm import _DTYPE_TAGS, BACKENDS, check_out, require_cuda
-from .gemm import _check_operand as _check
+from ._checks import (
+    DTYPE_TAGS,
+    check_backend,
+    check_operand,
+    check_out,
+    check_same_device,
+    require_cuda,
+)
 
 
 def batch_views(A: torch.Tensor, B: torch.Tensor):
@@ -81,45 +87,88 @@ def batch_views(A: torch.Tensor, B: torch.Tensor):
 def bmm(
     A: torch.Tensor, B: torch.Tensor, *, out: torch.Tensor | None = None, backend: str = "auto"
 ) -> torch.Tensor:
-    """A [..., M, K] · B [..., K, N] -> [*batch, M, N] (module docstring); ``backend``: "auto"
-    or "oasr" run the kernels, "torch" the twin (torch.matmul) on any device."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    _check(A, "A")
-    _check(B, "B", A.dtype)
-    if B.device != A.device:
-        raise ValueError(f"B is on {B.device} but A is on {A.device}; move it to {A.device}")
+    """Batched matrix product with torch.matmul's batch broadcasting, on strided views.
+
+    ``out[b, m, n] = sum_k A[b, m, k] · B[b, k, n]`` over the broadcast batch (one or two batch
+    dims), fp32 accumulation, one rounding to A's dtype. Attention's ``Q · Kᵀ`` and
+    ``P · V`` are the shapes it is built for (B·H batches, T rows, a head dim D).
+
+    Parameters
+    ----------
+    A : torch.Tensor
+        ``[..., M, K]``, float16 or bfloat16, with a unit stride along K (any batch and row
+        strides; a broadcast batch is a zero stride, nothing is copied).
+    B : torch.Tensor
+        ``[..., K, N]``, A's dtype and device, with a unit stride along N or along K (so a
+        ``transpose(-1, -2)`` view of a contiguous ``[..., N, K]`` tensor is taken as is).
+        Its batch dims broadcast against A's. Any M, N, K: the vector widths of loads and
+        stores (8, 4, 2 or 1 elements) are the widest the addresses and strides allow.
+    out : torch.Tensor, optional
+        ``[*batch, M, N]`` contiguous, A's dtype and device; must not overlap A or B.
+    backend : {"auto", "oasr", "torch"}
+        "auto" (default) and "oasr" run OASR's kernels (bmm has no cuBLAS route): the tuned
+        sm90 lane (TMA + wgmma, one launch over the batch) when every batch is stored, the
+        batch dims fold into one stride and pointers, strides and extents are multiples of 8;
+        else the general lane (a small-K kernel for K <= 8, a small-N kernel for N <= 16,
+        CUTLASS 2.x ``mma.sync`` otherwise). "torch" runs the twin (``oasr_gemm.twins.bmm``,
+        torch.matmul) on any device, CPU included. `oasr_gemm.selection.bmm_lane` names the
+        kernel a call would run.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[*batch, M, N]`` in A's dtype (``out`` when given).
+
+    Raises
+    ------
+    TypeError
+        Non-tensors, a dtype other than float16 / bfloat16, mixed dtypes.
+    ValueError
+        No batch dim (use `gemm`), more than two batch dims after broadcasting (merge them with
+        ``.reshape()``), batch dims that do not broadcast, K mismatch, A without a unit stride
+        along K, B without a unit stride along K or N, a bad ``out``, tensors on different
+        devices, a CPU tensor without ``backend="torch"``, an unknown ``backend``.
+
+    Equivalent to ``torch.matmul(A, B)`` for inputs with one or two batch dims.
+
+    Examples
+    --------
+    >>> q = torch.randn(16, 4, 250, 64, device="cuda", dtype=torch.float16)  # [B, H, T, D]
+    >>> k = torch.randn(16, 4, 250, 64, device="cuda", dtype=torch.float16)
+    >>> scores = oasr_gemm.bmm(q, k.transpose(-1, -2))  # [16, 4, 250, 250], no copy of k
+    >>> ref = oasr_gemm.bmm(q.cpu(), k.cpu().transpose(-1, -2), backend="torch")
+    """
+    check_backend(backend)
+    check_operand(A, "A")
+    check_operand(B, "B", A.dtype)
+    check_same_device(B, "B", A)
     batch, a4, b4, b_layout = batch_views(A, B)
     out_shape = (*batch, A.shape[-2], B.shape[-1])
     check_out(out, out_shape, A)
     if backend == "torch":
         return twins.bmm(A, B, out=out)
-    require_cuda(A, "the bmm kernels")
+    require_cuda(A)
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     if A.shape[-1] == 0:  # an empty sum: the exact answer, no kernel needed
         return out.zero_()
     out4 = out.view(a4.shape[0], a4.shape[1], out_shape[-2], out_shape[-1])
-    _kernel(_DTYPE_TAGS[A.dtype], b_layout)(out4, a4, b4)
+    _kernel(DTYPE_TAGS[A.dtype], b_layout)(out4, a4, b4)
     return out
 
 
-def bmm_lane(A: torch.Tensor, B: torch.Tensor) -> str:
-    """The kernel ``bmm(A, B)`` runs (nothing is launched): ``"sm90 <config id>"`` (the tuned
-    lane; the general lane runs instead if CUTLASS refuses the problem), ``"sm80 <load>/<store>"``
-    (the general lane's tensor-op kernel and its alignments; ``" 128x128"`` added for its wide
-    tile), ``"simt"``, ``"small_k"``,
-    ``"small_n"`` or ``"empty"``. Raises like `bmm` on a call it would refuse."""
-    _check(A, "A")
-    _check(B, "B", A.dtype)
-    require_cuda(A, "the bmm kernels")
+def lane(A: torch.Tensor, B: torch.Tensor) -> str:
+    """`oasr_gemm.selection.bmm_lane`: the kernel ``bmm(A, B)`` runs."""
+    check_operand(A, "A")
+    check_operand(B, "B", A.dtype)
+    require_cuda(A)
     _, a4, b4, b_layout = batch_views(A, B)
     out = torch.empty(
         a4.shape[0], a4.shape[1], A.shape[-2], B.shape[-1], dtype=A.dtype, device=A.device
     )
     if A.shape[-1] == 0:
         return "empty"
-    return str(_kernel(_DTYPE_TAGS[A.dtype], b_layout, "_lane")(out, a4, b4))
+    return str(_kernel(DTYPE_TAGS[A.dtype], b_layout, "_lane")(out, a4, b4))
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 Each case times an `oasr_gemm` op against what a PyTorch user runs today: ``F.linear`` (cuBLAS),
 and ``F.silu`` / ``F.gelu`` after it for the fused epilogues, ``F.log_softmax`` after it for the CTC
 head, on the ASR shapes of
-shared/design/BENCHMARKS.md (M = batch × frames, N × K from the model widths), fp16 and bf16.
+docs/benchmarks.md (M = batch × frames, N × K from the model widths), fp16 and bf16.
 ``flops`` is 2·M·N·K; ``bytes_moved`` counts A, B, the bias and D once each.
 
 `bmm` cases run Zipformer's attention products (the general lane) and a Conformer's with extents
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 DTYPES = ("fp16", "bf16")
 #: (M, N, K) of plain projections (with their nn.Linear bias):
-#: BENCHMARKS.md's PyTorch rows, Conformer (WeNet-S d 256, icefall-L d 512) QKV / FFN /
+#: docs/benchmarks.md's PyTorch rows, Conformer (WeNet-S d 256, icefall-L d 512) QKV / FFN /
 #: out-projections at 8000 and 32000 frames, FastConformer-XL d 1024, Whisper-large d 1280 (T 1500
 #: × batch 32 = 48000 rows), a decode-sized M, and the logits of a 5000-piece CTC head (also suite
 #: "ctc_head": the signatures `python -m oasr_gemm.tune --suite ctc_head` measures)
@@ -45,7 +45,7 @@ ACTIVATION_SHAPES = (
     (48000, 5120, 1280, "gelu"),
 )
 CTC_VOCABULARIES = (5000,)
-#: CTC heads (M, V, K): BENCHMARKS.md's two rows and a 500-piece vocabulary
+#: CTC heads (M, V, K): docs/benchmarks.md's two rows and a 500-piece vocabulary
 HEAD_SHAPES = (
     (8000, 500, 256),
     (8000, 5000, 256),
@@ -65,7 +65,7 @@ BMM_SHAPES = (
 )
 #: group_gemm: per-group weights over ragged row counts (label, rows per group, N, K)
 GROUP_SHAPES = (("8 adapters", (700, 1300, 900, 1100, 500, 1500, 1000, 1000), 512, 512),)
-#: the fp16 cases of suite "quick" (BENCHMARKS.md's PyTorch rows)
+#: the fp16 cases of suite "quick" (docs/benchmarks.md's PyTorch rows)
 QUICK = {
     ("gemm", (8000, 2048, 256)),
     ("gemm", (48000, 3840, 1280)),
@@ -230,7 +230,7 @@ def _bmm_case(dtype: str, label: str, a_shape, b_shape, b_transposed: bool, *, d
         return torch.matmul(i["A"], i["B"])
 
     def ran(i):
-        from .batched import bmm_lane
+        from .selection import bmm_lane
 
         return bmm_lane(i["A"], i["B"])
 

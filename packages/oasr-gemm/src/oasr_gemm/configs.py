@@ -130,7 +130,7 @@ SM80_SPLITS = (
 #: shared memory of an SM that one CTA may take (227 KiB on sm80 and sm90)
 MAX_CTA_SMEM = 232_448
 #: an mma.sync epilogue stores 8-element (16-byte) vectors with a warp's 32 lanes along N; a
-#: narrower tile leaves lanes without columns, and CUTLASS does not check that (seed 000)
+#: narrower tile leaves lanes without columns, and CUTLASS does not check that (wrong outputs)
 MIN_SM80_TILE_N = 32
 
 
@@ -254,7 +254,7 @@ DEFAULT = GemmConfig(128, 128, 64, 1, 1, "pingpong")
 BASIS = (GemmConfig(64, 128, 64, 1, 1, "pingpong"), GemmConfig(128, 256, 64, 1, 1, "cooperative"))
 #: bmm's tuned lane (sm90, batched), largest tile first: the launcher takes the largest whose grid
 #: fills the device and that is no larger than the problem (csrc/bmm_launcher.h, pick_tuned).
-#: Chosen by benchmarks/experiments/bmm_tiles.py on the H200 (six tiles, attention products at
+#: Chosen on the H200 by timing six tiles against each other (attention products at
 #: T 256-1504 and batched projections): ping-pong 128 x 128 was the fastest wherever N > 64
 #: (its epilogue overlaps the other warpgroup's mainloop: K is 64 in q·kᵀ), and 128 x 64 within
 #: 5% of the best where N is 64 (attention weights · values)

@@ -20,8 +20,14 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .gemm import _DTYPE_TAGS, BACKENDS, check_out, require_cuda
-from .gemm import _check_operand as _check
+from ._checks import (
+    DTYPE_TAGS,
+    check_backend,
+    check_operand,
+    check_out,
+    check_same_device,
+    require_cuda,
+)
 
 #: bytes of the device arrays per group (6 pointers or leading dims and a GemmCoord), plus a
 #: 16-byte header: group_gemm_sm80_template.cuh, GroupArrays::bytes
@@ -53,12 +59,61 @@ def group_gemm(
     check_offsets: bool = True,
     backend: str = "auto",
 ) -> torch.Tensor:
-    """out[offsets[g]:offsets[g+1]] = A[offsets[g]:offsets[g+1]] · B[g]ᵀ for every group g
-    (module docstring); ``backend``: "auto" or "oasr" run the kernel, "torch" the twin."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    _check(A, "A")
-    _check(B, "B", A.dtype)
+    """One launch for G GEMMs of different row counts (a segment GEMM), one weight per group.
+
+    ``out[offsets[g]:offsets[g+1]] = A[offsets[g]:offsets[g+1]] · B[g]ᵀ`` for every group g,
+    fp32 accumulation, one rounding to A's dtype: e.g. per-language or per-expert output
+    layers over ragged batches concatenated without padding.
+
+    Parameters
+    ----------
+    A : torch.Tensor
+        ``[total, K]``, float16 or bfloat16; group g's rows are ``offsets[g]:offsets[g+1]``.
+    B : torch.Tensor
+        ``[G, N, K]``, A's dtype and device: G ``nn.Linear`` weights.
+    offsets : torch.Tensor
+        int32 ``[G + 1]`` on A's device: cumulative row counts, 0 first, ``total`` last, never
+        decreasing (an empty group is fine).
+    out : torch.Tensor, optional
+        ``[total, N]`` contiguous, A's dtype and device; must not overlap A or B.
+    check_offsets : bool
+        True (default) reads ``offsets`` back once to raise a clear ValueError for bad ones: a
+        device sync, which a CUDA graph cannot capture. False reads nothing back; a group whose
+        offsets are invalid is then left empty (its rows unwritten).
+    backend : {"auto", "oasr", "torch"}
+        "auto" (default) and "oasr" run the kernel (CUTLASS 2.x grouped GEMM, its problem
+        sizes filled on the device from ``offsets``). "torch" runs the twin
+        (``oasr_gemm.twins.group_gemm``: one ``F.linear`` per group) on any device.
+
+    Returns
+    -------
+    torch.Tensor
+        ``[total, N]`` in A's dtype (``out`` when given).
+
+    Raises
+    ------
+    TypeError
+        Non-tensors, a dtype other than float16 / bfloat16 (int32 for ``offsets``), mixed
+        dtypes.
+    ValueError
+        Shapes (A not 2-D, B not 3-D, K mismatch, ``offsets`` not ``[G + 1]``, G = 0), bad
+        offsets (with ``check_offsets``), a bad ``out``, tensors on different devices, a CPU
+        tensor without ``backend="torch"``, an unknown ``backend``.
+
+    Equivalent to ``torch.cat([F.linear(A[o[g]:o[g+1]], B[g]) for g in range(G)])`` with
+    ``o = offsets.tolist()``.
+
+    Examples
+    --------
+    >>> lens = [120, 0, 333]  # rows per group
+    >>> A = torch.randn(sum(lens), 512, device="cuda", dtype=torch.float16)
+    >>> B = torch.randn(3, 256, 512, device="cuda", dtype=torch.float16)
+    >>> offsets = torch.tensor([0, 120, 120, 453], dtype=torch.int32, device="cuda")
+    >>> out = oasr_gemm.group_gemm(A, B, offsets)  # [453, 256]
+    """
+    check_backend(backend)
+    check_operand(A, "A")
+    check_operand(B, "B", A.dtype)
     if not isinstance(offsets, torch.Tensor) or offsets.dtype != torch.int32:
         raise TypeError("offsets must be an int32 tensor of G + 1 cumulative row counts")
     if A.dim() != 2 or B.dim() != 3:
@@ -70,16 +125,15 @@ def group_gemm(
         raise ValueError(f"A {tuple(A.shape)} and B {tuple(B.shape)} differ in K")
     if G < 1 or tuple(offsets.shape) != (G + 1,):
         raise ValueError(f"offsets must be [G + 1] = [{G + 1}] for G = {G} groups (G >= 1)")
-    for t, name in ((B, "B"), (offsets, "offsets")):
-        if t.device != A.device:
-            raise ValueError(f"{name} is on {t.device} but A is on {A.device}; move it")
+    check_same_device(B, "B", A)
+    check_same_device(offsets, "offsets", A)
     out_shape = (A.shape[0], N)
     check_out(out, out_shape, A)
     if check_offsets:
         check_offsets_values(offsets.tolist(), A.shape[0])
     if backend == "torch":
         return twins.group_gemm(A, B, offsets, out=out)
-    require_cuda(A, "the group_gemm kernels")
+    require_cuda(A)
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     if K == 0:  # an empty sum: the exact answer, no kernel needed
@@ -87,7 +141,7 @@ def group_gemm(
     workspace = torch.empty(
         _HEADER_BYTES + G * _BYTES_PER_GROUP, dtype=torch.uint8, device=A.device
     )
-    _kernel(_DTYPE_TAGS[A.dtype])(out, A, B, offsets.contiguous(), workspace)
+    _kernel(DTYPE_TAGS[A.dtype])(out, A, B, offsets.contiguous(), workspace)
     return out
 
 

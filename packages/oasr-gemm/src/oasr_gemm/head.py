@@ -48,7 +48,8 @@ import torch.nn.functional as F
 from oasr_jit import oasr_api
 
 from . import _jit, twins
-from .gemm import _check_tma, _gemm, _rows, check_gemm_args, require_cuda
+from ._checks import as_rows, check_gemm_args, check_tma, require_cuda
+from .dense import _gemm
 
 #: The one-kernel head's largest vocabulary: a CTA keeps 64 rows x 512 fp32 logits in registers.
 HEAD_MAX_VOCAB = 512
@@ -59,11 +60,9 @@ HEAD_MAX_VOCAB = 512
 #: 1.08-1.35x at 2000, 1.7-2.3x at 8000-32000; V 33 and 255 0.89-3.0x from 64 rows; docs/gemm.md.
 HEAD_MIN_ROWS = 2000
 #: An odd V > 256 from this many rows: cuBLAS is slow at an odd N, so the head wins from fewer.
-#: Session 29 (H200, fp16, CUDA graphs), after the row pass took those rows in 16-byte vectors
-#: (2.7-4.1 -> 1.8-2.1 µs): the head against the two passes at 700 rows 1.07-1.31x at V 257,
-#: 301, 319, 383, 501 and 511 (K 512), 0.96-0.98x at 449 and 511 (K 256); at 500 rows 0.79-0.95x
-#: but V 301 (1.05x); at 1000 rows 1.29-1.53x (session 28's bar, 300, was set against the
-#: slower row pass).
+#: H200, fp16, CUDA graphs, against the two passes (whose row pass reads those rows in 16-byte
+#: vectors): at 700 rows 1.07-1.31x at V 257, 301, 319, 383, 501 and 511 (K 512), 0.96-0.98x at
+#: 449 and 511 (K 256); at 500 rows 0.79-0.95x but V 301 (1.05x); at 1000 rows 1.29-1.53x.
 HEAD_MIN_ROWS_ODD_VOCAB = 700
 
 #: The cluster head (``csrc/log_softmax_cluster_sm90.cu``) spreads a row block's vocabulary over
@@ -75,8 +74,8 @@ CLUSTER_MAX_K = 512
 
 def cluster_head_wins(M: int, V: int, K: int) -> bool:
     """Where the cluster head beats the two passes (H200, ``benchmarks/log_softmax_head.py
-    --cluster``, fp16 and bf16, session 27, against session 26's row pass and the padded weight
-    from `PAD_MIN_OUTPUTS`; docs/gemm.md): a band of sizes, for odd vocabularies only. Its
+    --cluster``, fp16 and bf16, against the two passes with the padded weight from
+    `PAD_MIN_OUTPUTS`; docs/gemm.md): a band of sizes, for odd vocabularies only. Its
     chain of TMA loads from L2 costs ~25-35 µs however few the rows, and past the band its time
     per output is above the two passes'. At K <= 256, V <= 3072 from 5M to 9M outputs (8000
     rows of V 1025 1.13x, 4000 of V 2047 1.11x, 2000 of V 3001 1.30x); at K <= 512, V <= 1100
@@ -110,7 +109,7 @@ def _fused_operands(
     if not _is_sm90(A.device):
         return False
     try:
-        _check_tma(_rows(A, "A"), "A", "K")
+        check_tma(as_rows(A, "A"), "A", "K")
     except ValueError:
         return False
     return B.is_contiguous() and B.data_ptr() % 16 == 0
@@ -150,10 +149,10 @@ def gemm_runs_kernels(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor | None) 
     if B.shape[0] % 8 != 0:
         return False
     try:
-        _check_tma(_rows(A, "A"), "A", "K")
-        _check_tma(B, "B", "K")
+        check_tma(as_rows(A, "A"), "A", "K")
+        check_tma(B, "B", "K")
         if C is not None and C.dim() != 1:
-            _check_tma(_rows(C, "C"), "C", "N")
+            check_tma(as_rows(C, "C"), "C", "N")
     except ValueError:
         return False
     return True
@@ -168,25 +167,74 @@ def gemm_log_softmax(
     out: torch.Tensor | None = None,
     backend: str = "auto",
 ) -> torch.Tensor:
-    """log_softmax(A · Bᵀ + C, dim=-1): A [..., K], B [V, K] (the nn.Linear weight), C a bias
-    [V] or a matrix [..., V]; fp16 / bf16. The log-probabilities are in A's dtype, computed in
-    fp32 from the logits rounded to it, as PyTorch does. ``backend``: "auto" (module
-    docstring), "oasr" (OASR's kernels only: a fused head where the route takes one, else the
-    sm90 GEMM kernels, which need V and K multiples of 8) or "torch" (the twin, any device)."""
+    """The CTC head: log_softmax(A · Bᵀ + C) over the vocabulary, fused where it pays.
+
+    ``out[m, v] = z[m, v] - log(sum_u exp(z[m, u]))`` with ``z = A · Bᵀ + C`` rounded to A's
+    dtype (as PyTorch rounds its logits), the max and sum in fp32. A's leading dims are the
+    M rows (B·T frames of an encoder), B the output projection, V its vocabulary.
+
+    Parameters
+    ----------
+    A : torch.Tensor
+        ``[..., K]`` (e.g. ``[B, T, K]``), float16 or bfloat16; a unit stride along K.
+    B : torch.Tensor
+        ``[V, K]``, A's dtype and device: the ``nn.Linear`` weight. Any V and K (the route
+        picks a kernel that takes them).
+    C : torch.Tensor, optional
+        A bias ``[V]`` or a matrix ``[..., V]``; A's dtype and device.
+    out : torch.Tensor, optional
+        ``[..., V]`` contiguous, A's dtype and device; written and returned.
+    backend : {"auto", "oasr", "torch"}
+        "auto" (default): the fused one-kernel head (sm90, V <= 256, or V <= 512 from 700
+        rows at an odd V, 2000 at an even one), the cluster head (512 < V <= 12288, K <= 512, where measured faster), else two
+        passes (a GEMM, OASR's where the sm90 kernels take the shape or cuBLAS otherwise, then
+        one row pass). "oasr": OASR's kernels only (a fused head where the route takes one,
+        else the sm90 GEMM, which needs V and K multiples of 8). "torch": the PyTorch twin
+        (``oasr_gemm.twins.gemm_log_softmax``) on any device, CPU included.
+
+    Returns
+    -------
+    torch.Tensor
+        Log-probabilities ``[..., V]`` in A's dtype (``out`` when given).
+
+    Raises
+    ------
+    TypeError
+        Non-tensors, a dtype other than float16 / bfloat16, mixed dtypes.
+    ValueError
+        Mismatched shapes (K, the bias length, ``out``), tensors on different devices, a CPU
+        tensor without ``backend="torch"``, an unknown ``backend``; with ``backend="oasr"``, a
+        shape the sm90 GEMM cannot take (V or K not a multiple of 8). Messages name the fix.
+
+    Notes
+    -----
+    At 256 < V <= 512 a row can differ by a logit's ulp between a call under 2000 rows (two
+    passes) and one over (the fused head): the GEMMs add in different orders and a logit at a
+    rounding boundary may round the other way.
+
+    Equivalent to ``torch.log_softmax(torch.nn.functional.linear(A, B, C), dim=-1)``.
+
+    Examples
+    --------
+    >>> enc = torch.randn(16, 250, 512, device="cuda", dtype=torch.float16)  # [B, T, K]
+    >>> w = torch.randn(500, 512, device="cuda", dtype=torch.float16)  # [V, K]
+    >>> log_probs = oasr_gemm.gemm_log_softmax(enc, w)  # [16, 250, 500]
+    >>> ref = oasr_gemm.gemm_log_softmax(enc.cpu(), w.cpu(), backend="torch")
+    """
     check_gemm_args(A, B, C, out, backend)
     if backend == "torch":
         return twins.gemm_log_softmax(A, B, C, out=out)
-    require_cuda(A, "gemm_log_softmax's kernels")
+    require_cuda(A)
     M, V = math.prod(A.shape[:-1]), B.shape[0]
     if runs_one_kernel(A, B, C, out):
         if out is None:
             out = torch.empty((*A.shape[:-1], V), dtype=A.dtype, device=A.device)
-        _head()(out.view(M, V), _rows(A, "A"), B, C)
+        _head()(out.view(M, V), as_rows(A, "A"), B, C)
         return out
     if runs_cluster_head(A, B, C, out):
         if out is None:
             out = torch.empty((*A.shape[:-1], V), dtype=A.dtype, device=A.device)
-        _cluster_head()(out.view(M, V), _rows(A, "A"), B, C, 0)
+        _cluster_head()(out.view(M, V), as_rows(A, "A"), B, C, 0)
         return out
     if backend == "oasr" or gemm_runs_kernels(A, B, C):
         out = _gemm(A, B, C, "identity", out, False, backend, "gemm")
@@ -199,21 +247,19 @@ def gemm_log_softmax(
 
 
 #: An odd V's GEMM runs against the padded weight from this vocabulary and this many outputs
-#: (M·V) on. H200, session 27 (``benchmarks/experiments/ctc_head_pad_rows.py``: the two passes
-#: padded against unpadded, since session 26's row pass reads the padded logits in 16-byte
-#: vectors): padding wins 1.02-1.8x at V 601 from 250 rows, 1.28-2.8x at V 1025-5001 and
-#: 1.18-1.75x at V 8404 from 1000 rows, 1.02-1.5x at 500 rows of V 1025-5001; it lost at 250 x
-#: 1025 x 256 fp16 (0.83x: under the output bar) and 500 x 8404 x 512 (0.86-0.91x, where cuBLAS's
-#: odd-N kernel is faster than at 250 rows).
-#: Sessions 6-26 padded from V 1000 and 2M outputs. V <= 512 is the one-kernel head's from 2000
-#: rows (an odd V from `HEAD_MIN_ROWS_ODD_VOCAB`); below, unmeasured, it stays unpadded (at V 500,
-#: 8000 rows, padding once cost 0.93x).
+#: (M·V) on. H200, the two passes padded against unpadded (the row pass reads the padded logits
+#: in 16-byte vectors), heads off: padding wins 1.02-1.8x at V 601 from 250 rows, 1.28-2.8x at
+#: V 1025-5001 and 1.18-1.75x at V 8404 from 1000 rows, 1.02-1.5x at 500 rows of V 1025-5001;
+#: it lost at 250 x 1025 x 256 fp16 (0.83x: under the output bar) and 500 x 8404 x 512
+#: (0.86-0.91x, where cuBLAS's odd-N kernel is faster than at 250 rows).
+#: V <= 512 is the one-kernel head's from 2000 rows (an odd V from `HEAD_MIN_ROWS_ODD_VOCAB`);
+#: below, unmeasured, it stays unpadded (at V 500, 8000 rows, padding cost 0.93x).
 PAD_MIN_VOCAB = 600
 PAD_MIN_OUTPUTS = 1 << 18
 #: Past this vocabulary the weight is padded to a multiple of 32 rows, not 8: cuBLAS then runs
 #: 1.06-1.18x faster at V 8404 and 10001 (8000 x 8404 x 512: 135.6 against 143.6 µs fp16), and
 #: at V 5001 from 32000 rows; at V 2047-3001 it is the same, at V 1025 up to 7% slower (H200,
-#: benchmarks/experiments/ctc_head_pad_width.py).
+#: cuBLAS into logits padded to 8 against 32 columns, V 1025-10001, 2000-32000 rows).
 PAD_WIDE_VOCAB = 4096
 
 
@@ -248,8 +294,8 @@ def _cublas_logits(A, B, C, out, pad: bool | None = None):
         pad = pads_weight(M, V, C)
     if out is None and not pad and (C is None or C.dim() == 1):
         # one torch call that allocates: no out to check for overlap. Eager, the Python around
-        # the call was most of a small head's time (H200: 50-56 µs a call against 30 now;
-        # docs/perf/h200.md, "Eager cost per call")
+        # the call is most of a small head's time (H200, eager back-to-back calls: 30 µs this
+        # way, 50-56 µs allocating out and checking it against every operand first)
         out = F.linear(A, B, C)
         return out, out.view(M, V)
     if out is None:

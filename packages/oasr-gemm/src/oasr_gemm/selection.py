@@ -10,6 +10,8 @@
 4. No entry and M below `GEMM_MIN_ROWS`: PyTorch (cuBLAS), faster there on the H200.
 5. Otherwise the default config.
 
+`bmm` has no tuning tiers: `bmm_lane` names the kernel a call would run.
+
 Every tier is counted (`tier_counts`), and the signatures that reached the default are listed by
 `rule_miss_report()`. The snapshot changes only on `oasr_jit.tuning.reload()`, so an eager call
 and a CUDA graph captured later run the same kernel.
@@ -79,7 +81,45 @@ _RULE = Selection(None, "rule")
 def select_default_config(
     op: str, M: int, N: int, K: int, dtype, *, batch_invariant: bool = False
 ) -> Selection:
-    """The kernel for one call (module docstring); raises ValueError for an unknown op."""
+    """The kernel a `gemm` / `gemm_activation` call runs: a pure function of the call and the
+    tuning snapshot (module docstring: the tiers in order).
+
+    Parameters
+    ----------
+    op : {"gemm", "gemm_activation"}
+        The op whose tuning entries apply (the tuning keys name it).
+    M, N, K : int
+        The problem: M rows of A (its leading dims' product), N rows of B, K the reduction.
+    dtype : torch.dtype or str
+        torch.float16 / torch.bfloat16 (or "fp16" / "bf16").
+    batch_invariant : bool
+        True returns the default config whatever M (the tier ``batch_invariant``).
+
+    Returns
+    -------
+    Selection
+        ``config`` (a `GemmConfig` / `Sm80Config` to run, or None: PyTorch, i.e. cuBLAS),
+        ``tier`` (``user`` / ``system``: the tuning database's tiers; ``rule``: no entry and M
+        below `GEMM_MIN_ROWS`; ``default``; ``batch_invariant``; ``heuristic_off``:
+        ``OASR_GEMM_HEURISTIC=0``) and ``backend`` ("oasr" or "torch").
+
+    Raises
+    ------
+    ValueError
+        An unknown ``op``.
+
+    Notes
+    -----
+    Selecting launches and builds nothing; a tuning entry that names a config which is not
+    built logs a warning and selects the default. The snapshot changes only on
+    ``oasr_jit.tuning.reload()``, so an eager call and a CUDA graph captured later agree.
+    Equivalent to asking what ``gemm(..., backend="auto")`` would run.
+
+    Examples
+    --------
+    >>> s = oasr_gemm.select_default_config("gemm", 8000, 2048, 512, torch.float16)
+    >>> s.tier, s.backend, s.config and s.config.id
+    """
     if op not in OPS:
         raise ValueError(f"op must be one of {OPS}, got {op!r}")
     if batch_invariant:
@@ -145,3 +185,14 @@ def rule_miss_report() -> list[tuple[str, int]]:
 def tuning_status() -> dict:
     """Per tier: the file, whether it loaded, its entries, whether it is stale."""
     return _db.status()
+
+
+def bmm_lane(A, B) -> str:
+    """The kernel ``bmm(A, B)`` runs (nothing is launched): ``"sm90 <config id>"`` (the tuned
+    lane; the general lane runs instead if CUTLASS refuses the problem), ``"sm80 <load>/<store>"``
+    (the general lane's tensor-op kernel and its vector widths; ``" 128x128"`` added for its
+    wide tile), ``"simt"``, ``"small_k"``, ``"small_n"`` or ``"empty"``. Raises like `bmm` on a
+    call it would refuse; needs a CUDA device (it asks the built bmm module)."""
+    from .batched import lane  # torch and the bmm module: only when asked
+
+    return lane(A, B)

@@ -1,4 +1,4 @@
-"""A tuning run: measure GEMM configs on this GPU and write tuning entries (seed 002's format).
+"""A tuning run: measure GEMM configs on this GPU and write tuning entries (`oasr_jit.tuning`).
 
     python -m oasr_gemm.tune --out tune_db/sm90/gemm.json      # the shipped (system) tier
     python -m oasr_gemm.tune                                   # the user tier
@@ -166,7 +166,7 @@ def measure_arms(op: str, dtype: str, M: int, N: int, K: int, arms: Sequence[str
     from oasr_jit import bench
 
     from . import bench as gemm_bench
-    from .gemm import _run
+    from .dense import _run
 
     activation = "swish" if op == "gemm_activation" else None
     epilogue = activation or "identity"

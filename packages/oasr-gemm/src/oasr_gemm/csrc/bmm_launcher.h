@@ -86,7 +86,7 @@ void run_bmm(const BmmProblem<T>& p, cudaStream_t stream, const char* variant) {
 // Whether the general lane runs its 128 x 128 tile (warps of 64 x 64) rather than 64 x 64: with
 // 8-element loads and B column-major (q · kT), where the wide tile pads M and N no more than the
 // narrow one and its grid of one launch (`batch` problems) still has a CTA per SM. On the H200
-// (benchmarks/experiments/bmm_general_tiles.cu, fp16, K 32-128) it took 0.74-0.85x the narrow
+// (eight CUTLASS 2.x tiles timed against each other, fp16, K 32-128) it took 0.74-0.85x the narrow
 // tile's time at T 249-1000 with 256-1024 wide CTAs, and 1.2-1.4x at 16-64 of them.
 template <bool kBRowMajor>
 bool wide_bmm_tile(int align_ab, int64_t batch, int64_t m, int64_t n, int sms) {

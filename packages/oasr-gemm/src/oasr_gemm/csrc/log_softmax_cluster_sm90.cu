@@ -15,7 +15,7 @@
 // (distributed shared memory), and each CTA writes its slice of out once: logit - log-sum-exp.
 #include <cmath>
 
-#include "head_sm90.cuh"
+#include "oasr/gemm/log_softmax_head_sm90.cuh"
 #include "oasr/common/softmax.cuh"  // softmax_exp2: MUFU.EX2 alone, -inf -> 0
 
 using namespace oasr;
@@ -329,6 +329,8 @@ void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, i
                     "launching the cluster head");
 }
 
+}  // namespace
+
 // out [M, V] (contiguous, 16-byte aligned) = log_softmax(a [M, K] · b [V, K]ᵀ + bias [V]):
 // a's rows with any 16-byte-multiple stride and a unit column stride, b contiguous, K a
 // multiple of 8 up to 512, V up to 16 CTAs' shared memory (12288 at any such K); sm_90 only.
@@ -372,7 +374,3 @@ void log_softmax_cluster_sm90(TensorView out, TensorView a, TensorView b, Option
     }
   });
 }
-
-}  // namespace
-
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(log_softmax_cluster_sm90, log_softmax_cluster_sm90);

@@ -15,21 +15,20 @@
 // warpgroups through shared memory), stages the log-probabilities in the stage buffers and
 // copies the CTA's rows, one contiguous span of out, with 16-byte stores.
 //
-// Measured on the H200 (session 12, fp16, 8000 x 500 x 256): the two passes 19.8 µs; this kernel
-// with cp.async loads and stores straight from the accumulators 21.0, with the output staged
-// 14.2, with TMA 12.1 (first load 1.4 µs, wgmma 0.76 µs a K chunk, row reductions 2.0, stores
-// 2.3: 8 MB at DRAM write speed), with three stages, MMAs kept in flight and two fewer
-// instructions an output 10.7 (events; docs/gemm.md, "One kernel for V <= 256,
-// and V <= 512 from 2000 rows"). Session 28: warpgroups of 128 columns where they compute fewer
-// padding columns, 8000 x 33 x 256 7.6 -> 5.8 µs, 8000 x 300 x 256 11.1-11.5 -> 8.5. Session 29:
-// staged rows padded where their stores had 4-8-way bank conflicts, 8000 x 512 x 256 11.6 -> 10.1
-// µs, 8000 x 383 x 256 11.0 -> 9.3. Session 31: launched as a programmatic dependent, 8000 x
-// 500 x 256 10.06 -> 9.84 µs after another head (2-9% by shape), no change after a layer norm or
-// a cuBLAS linear (kernels that do not let dependents start early); B multicast over clusters of
-// 2 or 4 CTAs was slower (benchmarks/experiments/ctc_head_multicast.patch).
+// What each part buys on the H200 (fp16, 8000 x 500 x 256, CUDA events; the two passes take
+// 19.8 µs): loads by cp.async and stores straight from the accumulators 21.0 µs; the output
+// staged 14.2; TMA loads 12.1 (first load 1.4 µs, wgmma 0.76 µs a K chunk, row reductions 2.0,
+// stores 2.3: 8 MB at DRAM write speed); three stages, MMAs kept in flight and two fewer
+// instructions an output 10.7. Warpgroups of 128 columns where they compute fewer padding
+// columns: 8000 x 33 x 256 7.6 -> 5.8 µs, 8000 x 300 x 256 11.1-11.5 -> 8.5. Staged rows padded
+// where their stores had 4-8-way bank conflicts: 8000 x 512 x 256 11.6 -> 10.1 µs, 8000 x 383 x
+// 256 11.0 -> 9.3. Launched as a programmatic dependent: 8000 x 500 x 256 10.06 -> 9.84 µs after
+// another head (2-9% by shape), unchanged after a layer norm or a cuBLAS linear (kernels that do
+// not let dependents start early). B multicast over clusters of 2 or 4 CTAs was slower
+// (docs/gemm.md, "Tried and rejected").
 #include <cmath>
 
-#include "head_sm90.cuh"
+#include "oasr/gemm/log_softmax_head_sm90.cuh"
 #include "oasr/common/softmax.cuh"  // softmax_exp2: MUFU.EX2 alone, -inf -> 0
 
 using namespace oasr;
@@ -207,7 +206,7 @@ __global__ void __launch_bounds__(kGroups * 128, 1)
   // mod 8 words), and an odd V gets a padding column for whole-pair stores. Padded: V a multiple
   // of 16 (rows stay on 16 bytes, copied as pieces) and, past 256, odd V next to a multiple of 64
   // (copied a row a warp, realigned: slower than the span's copy, which other V keep, but the
-  // 8-way stores cost more on 2-3 warpgroups; session 29). The K loop is done with the B stages.
+  // 8-way stores cost more on 2-3 warpgroups). The K loop is done with the B stages.
   const bool pad_odd = kGroups > 1 && V > 256 && (V % 64 == 1 || V % 64 == 63);
   const int stride = V % 16 == 0 || pad_odd ? V + ((8 - V) & 15) : V;
   T* tile = s.b[0];
@@ -294,6 +293,8 @@ void launch(const HeadMaps& maps, const void* bias, TensorView out, int64_t M, i
                     "launching the one-kernel head");
 }
 
+}  // namespace
+
 // out [M, V] (contiguous, 16-byte aligned) = log_softmax(a [M, K] · b [V, K]ᵀ + bias [V]):
 // a's rows with any 16-byte-multiple stride and a unit column stride, b contiguous, V <= 512,
 // K a multiple of 8 and at least 1; sm_90 only.
@@ -323,7 +324,3 @@ void log_softmax_head_sm90(TensorView out, TensorView a, TensorView b, OptionalT
     }
   });
 }
-
-}  // namespace
-
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(log_softmax_head_sm90, log_softmax_head_sm90);

@@ -9,8 +9,6 @@
 
 using namespace oasr;
 
-namespace {
-
 void log_softmax_rows(TensorView out, TensorView logits) {
   DeviceScope scope(out);
   scope.check_same_device(logits, "logits");
@@ -39,7 +37,3 @@ void log_softmax_rows(TensorView out, TensorView logits) {
                       "log_softmax rows kernel");
   });
 }
-
-}  // namespace
-
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(log_softmax_rows, log_softmax_rows);

@@ -28,8 +28,7 @@ namespace oasr::gemm {
 
 // The tensor-op tile (kTileM x kTileN x 32, warps of kWarpM x kWarpN, kTensorOpStages) is a
 // parameter: the launcher runs the defaults, or 128 x 128 (warps of 64 x 64) for large q · kT
-// products (bmm_launcher.h, wide_bmm_tile); benchmarks/experiments/bmm_general_tiles.cu times
-// others.
+// products (bmm_launcher.h, wide_bmm_tile).
 template <typename T, bool kBRowMajor, int kAlignAB, int kAlignC, int kTileM = 64,
           int kTileN = 64, int kWarpM = 32, int kWarpN = 32, int kTensorOpStages = 3>
 struct Sm80Bmm {

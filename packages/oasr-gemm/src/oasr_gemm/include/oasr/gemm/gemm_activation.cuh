@@ -1,7 +1,7 @@
 // The GEMM epilogue's activations, compiled in: one kernel per (config, dtype, activation).
 //
-// Measured on the H200 (packages/oasr-gemm/benchmarks/experiments/epilogue_cost.cu, fp16,
-// 8000x2048x256 with a bias): a plain GEMM with the identity compiled in took 24.3 us where the
+// Measured on the H200 (each epilogue timed on the same tile structures, fp16, 8000x2048x256
+// with a bias): a plain GEMM with the identity compiled in took 24.3 us where the
 // run-time switch over five activations took 25.5 us without a bias; bias + Swish 32.3 us where
 // the switch took 35.4 us (cooperative 256x128; ping-pong 128x128: 36.1 against 42.6 us). So
 // each activation is its own instantiation, in its own module built on first use (_jit.py).
@@ -10,14 +10,13 @@
 // (16 per clock per SM: about 8 us for 16M outputs), and at small K the epilogue is bound by
 // them. The exponential is the core's softmax_exp2 (ex2.approx.ftz): __expf's ex2.approx without
 // .ftz adds three instructions an element to keep results below 2^-126, which 1 + e rounds away
-// (session 24: the same output bits on every production config, 2.5-6.5% off linear + Swish at
-// K 256 and 512). Session 30: two elements share one reciprocal (times_sigmoid_pair below), 1.5
+// (the same output bits on every production config, 2.5-6.5% off linear + Swish at K 256 and
+// 512). Two elements share one reciprocal (times_sigmoid_pair below), 1.5
 // MUFU operations an element: in the sm90 kernels without C (gemm_sm90_template.cuh), bias +
 // Swish at 8000 x 2048 x 256 fp16 went 31.1-31.4 -> 27.7-28.0 us on the cooperative 128 x 256
-// tile (benchmarks/experiments/epilogue_cost.cu; 29.3-29.6 with one reciprocal an element). Not
-// kept: a one-MUFU sigmoid through tanh.approx (60 fp16 ulps off for negative inputs);
-// reciprocals by Newton steps (more issue slots than the MUFU saved: 1-2% on cooperative tiles,
-// 13-18% slower on ping-pong, session 24).
+// tile (29.3-29.6 with one reciprocal an element). Not kept: a one-MUFU sigmoid through
+// tanh.approx (60 fp16 ulps off for negative inputs); reciprocals by Newton steps (more issue
+// slots than the MUFU saved: 1-2% on cooperative tiles, 13-18% slower on ping-pong).
 #pragma once
 
 #include <type_traits>
@@ -70,7 +69,7 @@ struct Swish {
 // hides their latency (H200, 48000 x 5120 x 1280: 1153-1211 -> 1028-1034 us fp16). It is also
 // more accurate: 0.5 x (1 + erf(x / sqrt 2)) cancels for x < 0 (2e-3 relative at x = -4, 7e-2
 // at -5); this form is within an ulp of float64 for every fp16 and bf16 output at |x| <= 10
-// (benchmarks/experiments/gelu_epilogue_accuracy.cu, every fp32 input on the H200).
+// (every fp32 input checked against float64 on the H200).
 // a is clamped to 16 so that x = +inf gives inf (not inf * 0); NaN stays NaN through e.
 struct Gelu {
   CUTLASS_DEVICE float operator()(float x) const {

@@ -1,8 +1,7 @@
 // What gemm_log_softmax's two fused heads share (sm_90a, module oasr_gemm_log_softmax_head): the
 // mbarrier, TMA, wgmma and wgmma-descriptor instructions, the host's tensor maps and operand
-// checks.
-// log_softmax_head_sm90.cu holds a row's whole vocabulary in one CTA (V <= 512);
-// log_softmax_cluster_sm90.cu spreads it over a cluster of CTAs (512 < V <= 12288).
+// checks. csrc/log_softmax_head_sm90.cu holds a row's whole vocabulary in one CTA (V <= 512);
+// csrc/log_softmax_cluster_sm90.cu spreads it over a cluster of CTAs (512 < V <= 12288).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap and its encoder's types; the encoder comes from the runtime
