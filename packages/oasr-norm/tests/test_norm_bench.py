@@ -9,7 +9,7 @@ from oasr_jit import bench
 from oasr_jit.testing import skip_unless_gpu
 from oasr_norm import bench as norm_bench
 
-# What shared/design/BENCHMARKS.md quotes PyTorch for: the quick suite must hold these.
+# What docs/benchmarks.md quotes PyTorch for: the quick suite must hold these.
 BENCHMARKS_ROWS = (
     "layer_norm fp16 8000x256",
     "layer_norm fp16 32000x1280",

@@ -34,10 +34,10 @@ from .families import BENCH_ENTRY_POINT_GROUP, entry_points
 
 #: timed samples per side unless asked otherwise (`oasr bench --reps`)
 DEFAULT_REPS = 50
-#: a call shorter than this is timed as CUDA-graph replays of several calls (BENCHMARKS.md: launch
-#: overhead, ~5 µs per eager launch, would otherwise be a visible part of it)
+#: a call shorter than this is timed as CUDA-graph replays of several calls (docs/benchmarks.md:
+#: launch overhead, ~5 µs per eager launch, would otherwise be a visible part of it)
 GRAPH_BELOW_US = 20.0
-#: at least this many calls per captured graph (BENCHMARKS.md: N ≥ 8) ...
+#: at least this many calls per captured graph (docs/benchmarks.md: N ≥ 8) ...
 MIN_GRAPH_CALLS = 8
 #: ... and enough of them that one replay lasts about this long, so event resolution (~0.5 µs)
 #: and the replay's own launch are small beside it

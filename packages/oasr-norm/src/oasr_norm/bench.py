@@ -1,7 +1,7 @@
 """Benchmark routines of the norm family: ``oasr bench norm [--suite asr|quick]``.
 
 Each case times an `oasr_norm` op against what a PyTorch user writes today (eager
-``torch.nn.functional``), on the ASR shapes of shared/design/BENCHMARKS.md, in fp16 and bf16.
+``torch.nn.functional``), on the ASR shapes of docs/benchmarks.md, in fp16 and bf16.
 ``bytes_moved`` counts each input read once and each output written once, parameters included;
 the ops are memory-bound, so no FLOP counts are given.
 
@@ -32,7 +32,7 @@ MASKED_SOFTMAX_SHAPES = ((32, 4, 250, 250),)
 #: the conv module's BatchNorm, [B, T, C] channels last (icefall-L: C 512)
 BATCH_NORM_SHAPES = ((32, 250, 512),)
 
-#: the fp16 shapes of suite "quick": one or two per op (BENCHMARKS.md's PyTorch rows first)
+#: the fp16 shapes of suite "quick": one or two per op (docs/benchmarks.md's PyTorch rows first)
 QUICK = {
     "layer_norm": {(8000, 256), (32000, 1280)},
     "rms_norm": {(32000, 512)},
