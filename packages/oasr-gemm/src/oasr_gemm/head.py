@@ -185,12 +185,12 @@ def gemm_log_softmax(
     out : torch.Tensor, optional
         ``[..., V]`` contiguous, A's dtype and device; written and returned.
     backend : {"auto", "oasr", "torch"}
-        "auto" (default): the fused one-kernel head (sm90, V <= 256, or V <= 512 from 700
-        rows at an odd V, 2000 at an even one), the cluster head (512 < V <= 12288, K <= 512, where measured faster), else two
-        passes (a GEMM, OASR's where the sm90 kernels take the shape or cuBLAS otherwise, then
-        one row pass). "oasr": OASR's kernels only (a fused head where the route takes one,
-        else the sm90 GEMM, which needs V and K multiples of 8). "torch": the PyTorch twin
-        (``oasr_gemm.twins.gemm_log_softmax``) on any device, CPU included.
+        "auto" (default): the fused one-kernel head (sm90, V <= 256, or V <= 512 from 700 rows
+        at an odd V, 2000 at an even one), the cluster head (512 < V <= 12288, K <= 512, where
+        measured faster), else two passes (a GEMM, OASR's where the sm90 kernels take the shape
+        or cuBLAS otherwise, then one row pass). "oasr": OASR's kernels only (a fused head where
+        the route takes one, else the sm90 GEMM, which needs V and K multiples of 8). "torch":
+        the PyTorch twin (``oasr_gemm.twins.gemm_log_softmax``) on any device, CPU included.
 
     Returns
     -------
