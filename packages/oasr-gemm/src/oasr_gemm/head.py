@@ -1,19 +1,19 @@
 """`gemm_log_softmax`: the CTC head, log_softmax(A · Bᵀ + C) over the vocabulary.
 
-One kernel on sm90 for V <= 256, and for V <= 512 from 2000 rows (`runs_one_kernel`:
-``csrc/log_softmax_head_sm90.cu``): a CTA holds 64 rows' logits for the whole vocabulary in
-registers, so the logits never leave the SM and the output is written once. Like every route,
-it rounds the logits to A's dtype before the softmax, as PyTorch does; a logit whose fp32 sum
+One kernel on sm90 for V <= 256, and for V <= 512 from 2000 rows (`runs_one_kernel`;
+``include/oasr/gemm/log_softmax_head_kernel_sm90.cuh``): a CTA holds 64 rows' logits for the whole
+vocabulary in registers, so the logits never leave the SM and the output is written once. Like every
+route, it rounds the logits to A's dtype before the softmax, as PyTorch does; a logit whose fp32 sum
 lies at a rounding boundary may round the other way than in the two passes (their GEMM adds in
-another order), so at 256 < V <= 512 a row can differ by a logit's ulp between a call under
-2000 rows and one over.
+another order), so at 256 < V <= 512 a row can differ by a logit's ulp between a call under 2000
+rows and one over.
 
-For 512 < V <= 12288 and K <= 512, the cluster head (`runs_cluster_head`:
-``csrc/log_softmax_cluster_sm90.cu``) spreads a 64-row block's vocabulary over a cluster of up
-to 16 CTAs, each parking its slice of the rounded logits in shared memory; the row's max and sum
-are merged across the cluster, and each CTA writes its slice of the output once. It is taken
-where it beats the two passes (`cluster_head_wins`: odd vocabularies up to 3072 at K <= 256 from
-5M to 9M outputs, up to 1100 at K <= 512 from 1.5M to 9M); at an aligned V 5000 it runs
+For 512 < V <= 12288 and K <= 512, the cluster head (`runs_cluster_head`;
+``include/oasr/gemm/log_softmax_cluster_kernel_sm90.cuh``) spreads a 64-row block's vocabulary over
+a cluster of up to 16 CTAs, each parking its slice of the rounded logits in shared memory; the row's
+max and sum are merged across the cluster, and each CTA writes its slice of the output once. It is
+taken where it beats the two passes (`cluster_head_wins`: odd vocabularies up to 3072 at K <= 256
+from 5M to 9M outputs, up to 1100 at K <= 512 from 1.5M to 9M); at an aligned V 5000 it runs
 0.7-0.8x of them.
 
 Both fused heads are launched as programmatic dependents of the kernel before them: they set up
@@ -65,9 +65,9 @@ HEAD_MIN_ROWS = 2000
 #: 449 and 511 (K 256); at 500 rows 0.79-0.95x but V 301 (1.05x); at 1000 rows 1.29-1.53x.
 HEAD_MIN_ROWS_ODD_VOCAB = 700
 
-#: The cluster head (``csrc/log_softmax_cluster_sm90.cu``) spreads a row block's vocabulary over
-#: a cluster of up to 16 CTAs, each holding its slice of the logits in shared memory beside A's
-#: rows (K <= 512) and a ring of B's: V up to 12288 fits at any such K.
+#: The cluster head (``include/oasr/gemm/log_softmax_cluster_kernel_sm90.cuh``) spreads a row
+#: block's vocabulary over a cluster of up to 16 CTAs, each holding its slice of the logits in
+#: shared memory beside A's rows (K <= 512) and a ring of B's: V up to 12288 fits at any such K.
 CLUSTER_MAX_VOCAB = 12288
 CLUSTER_MAX_K = 512
 
