@@ -7,9 +7,9 @@ grid of CTC-head shapes, in one process (the kernel at every shape, not only whe
 
 Each pair is checked and timed by `oasr_jit.bench.measure` (interleaved medians, inputs rotated
 past L2, CUDA-graph replays under 20 µs). The two passes are the route the same call takes with
-the heads switched off: cuBLAS or the sm90 GEMM, then the row pass. Vocabularies here are odd
-or, at 5000, sent to cuBLAS by the tuning data, so that the two passes need no CUTLASS build; a
-multiple of 8 elsewhere would time the sm90 GEMM instead.
+the heads switched off: cuBLAS or the sm90 GEMM (`gemm`'s selection), then the row pass. An odd
+V's logits come from cuBLAS; V 5000 runs whatever the tuning data selects for its GEMM (the
+sm90 kernels build on first use).
 """
 
 from __future__ import annotations

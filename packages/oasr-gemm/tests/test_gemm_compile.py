@@ -67,6 +67,7 @@ def test_a_bmm_unit_compiles_for_sm90a(hopper):
     assert [s.name for s in spec.sources if s.name.endswith(".cu")] == [
         f"bmm_bf16_b_col_{tuned.id}.cu",
         "bmm_bf16_b_col.cu",
+        "oasr_gemm_bmm_smoke_jit_binding.cu",
     ]
     assert is_complete_shared_object(spec.build())
 
