@@ -164,34 +164,31 @@ def test_backend_checks_need_a_backend_parameter():
         backend_requirement({"x": _torch_check})(lambda x: x)
 
 
-def test_lazy_package_keeps_a_function_named_like_its_submodule(tmp_path, monkeypatch):
-    """``softmax`` exported from ``softmax.py``: whichever name is read first, and after a direct
-    import of the submodule, the package's ``softmax`` stays the function (the import system
-    binds the submodule to that attribute)."""
+def test_lazy_package_refuses_a_name_its_submodule_would_hide_and_lists_only_public_names(
+    tmp_path, monkeypatch
+):
+    """``softmax`` exported from ``softmax.py`` would be replaced by the submodule once imported:
+    the package says so when it is defined. ``dir()`` shows the public names, not the package's
+    own imports."""
     import importlib
     import sys
 
+    from oasr_jit.families import lazy_package
+
+    with pytest.raises(ValueError, match=r"lazyfam: .*\(softmax\).*rename the submodule"):
+        lazy_package("lazyfam", {"softmax": "softmax", "relu": "act"})
     pkg = tmp_path / "lazyfam"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
         "from oasr_jit.families import lazy_package\n"
-        "__getattr__, __dir__, __all__ = lazy_package(\n"
-        "    __name__, {'softmax': 'softmax', 'log_softmax': 'softmax', 'relu': 'act'}\n"
-        ")\n"
+        "__getattr__, __dir__, __all__ = lazy_package(__name__, {'relu': 'act'}, ('act',))\n"
     )
-    (pkg / "softmax.py").write_text("def softmax(): return 's'\ndef log_softmax(): return 'l'\n")
-    (pkg / "act.py").write_text("from .softmax import softmax as _s\ndef relu(): return 'r'\n")
+    (pkg / "act.py").write_text("def relu(): return 'r'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for first in ("log_softmax", "relu", "softmax", "lazyfam.softmax"):
-        for name in [m for m in sys.modules if m == "lazyfam" or m.startswith("lazyfam.")]:
-            del sys.modules[name]
-        lazyfam = importlib.import_module("lazyfam")
-        if first.startswith("lazyfam."):
-            importlib.import_module(first)  # `from lazyfam.softmax import ...` as the first touch
-        else:
-            getattr(lazyfam, first)
-        assert lazyfam.softmax() == "s", first
-        assert lazyfam.log_softmax() == "l" and lazyfam.relu() == "r"
+    sys.modules.pop("lazyfam", None)
+    lazyfam = importlib.import_module("lazyfam")
+    assert dir(lazyfam) == ["__version__", "act", "relu"]
+    assert lazyfam.relu() == "r"
 
 
 def test_calling_op_names_the_outermost_op():

@@ -100,27 +100,16 @@ def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...
     """
     import importlib
     import sys
-    import types
 
+    # A name exported from the submodule of the same name would be hidden by the submodule: the
+    # import system binds a submodule to the package's attribute when it is first imported.
+    hidden = sorted(n for n, module in names.items() if n == module)
+    if hidden:
+        raise ValueError(
+            f"{package}: public names equal to the submodule defining them ({', '.join(hidden)}) "
+            "are hidden by that submodule once imported; rename the submodule"
+        )
     exported = ["__version__", *sorted(names), *submodules]
-    # A name exported from the submodule of the same name (``softmax`` from ``softmax.py``): the
-    # import system binds a submodule to the package's attribute when it is first imported,
-    # whatever imported it (``from pkg.softmax import x`` too), which would hide the function.
-    # The package's class turns that binding into the function's.
-    shadowed = {n for n, module in names.items() if n == module}
-
-    class LazyPackage(types.ModuleType):
-        def __setattr__(self, name: str, value) -> None:
-            if (
-                name in shadowed
-                and isinstance(value, types.ModuleType)
-                and value.__name__ == f"{package}.{name}"
-            ):
-                value = getattr(value, name)
-            super().__setattr__(name, value)
-
-    if shadowed:
-        sys.modules[package].__class__ = LazyPackage
 
     def __getattr__(name: str):
         if name in names:
@@ -133,6 +122,7 @@ def lazy_package(package: str, names: dict[str, str], submodules: tuple[str, ...
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[package]), *exported})
+        # the public names only: not the package's imports (annotations, lazy_package) or tables
+        return sorted(exported)
 
     return __getattr__, __dir__, exported
