@@ -16,7 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._checks import activation_code, check_float, check_last_dim, masked_operands, twin_result
+from . import _checks
 
 # ---------------------------------------------------------------------------------------------
 # normalizations: float32 math, one rounding to the input dtype at the end
@@ -34,7 +34,7 @@ _ACTIVATIONS = {
 
 
 def _finish(y: torch.Tensor, activation, dtype, out):
-    activation_code(activation)  # the same refusal as the kernel path
+    _checks.activation_code(activation)  # the same refusal as the kernel path
     if activation is not None:
         y = _ACTIVATIONS[activation](y)
     y = y.to(dtype)
@@ -108,8 +108,8 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, out=None):
 
 
 def _unary(x: torch.Tensor, out, fn) -> torch.Tensor:
-    check_float(x)
-    return twin_result(fn(x.float()), x, out)
+    _checks.check_float(x)
+    return _checks.twin_result(fn(x.float()), x, out)
 
 
 def gelu(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -150,14 +150,14 @@ def swoosh_r(x: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tenso
 
 
 def glu(x: torch.Tensor, dim: int = -1, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    check_float(x)
+    _checks.check_float(x)
     if x.dim() == 0:
         raise ValueError("x must have at least 1 dimension, got a 0-D tensor")
-    check_last_dim(x, dim, "glu")
+    _checks.check_last_dim(x, dim, "glu")
     if x.shape[-1] % 2:
         raise ValueError(f"glu halves the last dimension, which must be even; got {tuple(x.shape)}")
     a, b = x.float().chunk(2, dim=-1)
-    return twin_result(a * torch.sigmoid(b), x, out)
+    return _checks.twin_result(a * torch.sigmoid(b), x, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,20 +165,20 @@ def glu(x: torch.Tensor, dim: int = -1, *, out: torch.Tensor | None = None) -> t
 
 
 def _check(x: torch.Tensor, dim, op: str) -> None:
-    check_float(x)
+    _checks.check_float(x)
     if x.dim() == 0:
         raise ValueError(f"{op} needs at least 1 dimension, got a 0-D tensor")
-    check_last_dim(x, dim, op)
+    _checks.check_last_dim(x, dim, op)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, out: torch.Tensor | None = None) -> torch.Tensor:
     _check(x, dim, "softmax")
-    return twin_result(torch.softmax(x.float(), dim=-1), x, out)
+    return _checks.twin_result(torch.softmax(x.float(), dim=-1), x, out)
 
 
 def log_softmax(x: torch.Tensor, dim: int = -1, *, out: torch.Tensor | None = None) -> torch.Tensor:
     _check(x, dim, "log_softmax")
-    return twin_result(torch.log_softmax(x.float(), dim=-1), x, out)
+    return _checks.twin_result(torch.log_softmax(x.float(), dim=-1), x, out)
 
 
 def masked_softmax(
@@ -190,8 +190,8 @@ def masked_softmax(
     scale: float = 1.0,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    check_float(scores, "scores")
-    bias, mask, key_padding_mask = masked_operands(scores, bias, mask, key_padding_mask)
+    _checks.check_float(scores, "scores")
+    bias, mask, key_padding_mask = _checks.masked_operands(scores, bias, mask, key_padding_mask)
     z = scores.float() * float(scale)
     if bias is not None:
         z = z + bias.float()
@@ -205,10 +205,10 @@ def masked_softmax(
     if keep is not None:
         z = z.masked_fill(~keep, float("-inf"))
     if z.numel() == 0:
-        return twin_result(z, scores, out)
+        return _checks.twin_result(z, scores, out)
     m = z.amax(dim=-1, keepdim=True)
     m = torch.where(m == float("-inf"), torch.zeros_like(m), m)  # no finite z: zeros, not NaN
     e = torch.exp(z - m)
     s = e.sum(dim=-1, keepdim=True)
     y = torch.where(s == 0, torch.zeros_like(e), e / s)
-    return twin_result(y, scores, out)
+    return _checks.twin_result(y, scores, out)
