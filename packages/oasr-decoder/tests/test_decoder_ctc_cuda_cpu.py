@@ -43,7 +43,7 @@ def test_stream_settings_are_checked_before_any_allocation():
 def test_the_family_lists_its_cuda_modules():
     from oasr_decoder._jit import production_specs
 
-    assert [s.name for s in production_specs()] == ["oasr_ctc_cpu", "oasr_topk", "oasr_ctc_cuda"]
+    assert [s.name for s in production_specs()] == ["oasr_decoder_ctc_cpu", "oasr_decoder_topk", "oasr_decoder_ctc_cuda"]
 
 
 @pytest.mark.skipif(

@@ -1,5 +1,5 @@
 """CPU tests of oasr_decoder.topk (run in CI, no GPU): argument validation, which must refuse
-before the module is built, the public names, and a compile of the oasr_topk module for sm_90a
+before the module is built, the public names, and a compile of the oasr_decoder_topk module for sm_90a
 with the real nvcc. The kernel is tested in test_decoder_topk_gpu.py."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _cuda_looking(t: torch.Tensor) -> torch.Tensor:
 @pytest.fixture
 def no_module_build(monkeypatch):
     def refuse():
-        raise AssertionError("oasr_topk was built before the arguments were refused")
+        raise AssertionError("oasr_decoder_topk was built before the arguments were refused")
 
     monkeypatch.setattr(_jit, "topk_module", refuse)
 
@@ -146,7 +146,7 @@ def hopper(monkeypatch):
 )
 def test_topk_module_compiles_for_sm90a(hopper):
     spec = _jit.gen_topk_module()
-    assert spec.name == "oasr_topk" and spec.is_cuda
+    assert spec.name == "oasr_decoder_topk" and spec.is_cuda
     assert "-gencode=arch=compute_90a,code=sm_90a" in spec.plan().manifest["ninja"]
     assert is_complete_shared_object(spec.build())
 

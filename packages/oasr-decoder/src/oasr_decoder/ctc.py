@@ -3,7 +3,7 @@ boosting), streaming, and batches.
 
 Shapes: B batch, T frames, V vocabulary (blank included), N n-best.
 
-The searches run in host C++ (module ``oasr_ctc_cpu``, built on first use by oasr-jit; see
+The searches run in host C++ (module ``oasr_decoder_ctc_cpu``, built on first use by oasr-jit; see
 ``include/oasr/decoder/ctc_prefix_beam_search.h`` for the algorithm). Inputs are float32 CPU
 log-probabilities (``log_softmax`` of the logits); every argument is checked here, before C++
 sees it, and C++ checks again. The values (no NaN, no +inf in a decoded frame) are vetted by the

@@ -1,4 +1,5 @@
-"""Sorted top-k over the last dimension of vocabulary-sized rows, on CUDA (module ``oasr_topk``).
+"""Sorted top-k over the last dimension of vocabulary-sized rows, on CUDA (module
+``oasr_decoder_topk``).
 
 Letters: V vocabulary (the last dim of x), k the number kept (1 <= k <= min(V, 128)).
 
