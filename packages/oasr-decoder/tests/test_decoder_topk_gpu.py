@@ -296,7 +296,7 @@ def test_python_refusals():
     x = _randn(4, 300, dtype=torch.float32)
     cases = [
         ((x.cpu(), 5), ValueError, r"must be a CUDA tensor.*\.cuda\(\)"),
-        ((x.int(), 5), TypeError, "supported: float32, float16, bfloat16"),
+        ((x.int(), 5), TypeError, "supported: float32, float16 or bfloat16"),
         ((x.double(), 5), TypeError, "supported"),
         ((x, 0), ValueError, "k must be at least 1"),
         ((x, 301), ValueError, r"k = 301 is larger than V = 300"),
