@@ -21,20 +21,30 @@ from .topk_cuda import TopK
 __all__ = ["ctc_greedy_search", "topk"]
 
 
+def order_keys(x: torch.Tensor) -> torch.Tensor:
+    """x in float64 with the order of `topk` as plain comparison: NaN (as +inf) above +inf (as
+    1e300) above every number, -0.0 read as +0.0; NaNs equal to each other."""
+    v = x.double()
+    v = torch.where(v == 0, torch.zeros_like(v), v)
+    v = torch.where(torch.isposinf(v), torch.full_like(v, 1e300), v)
+    return torch.where(torch.isnan(v), torch.full_like(v, math.inf), v)
+
+
 def topk(x: torch.Tensor, k: int, *, out=None) -> TopK:
     """`oasr_decoder.topk` in PyTorch: the k largest of each row of x [..., V], value descending,
     equal values by index ascending, NaN largest (NaNs tie), ``-0.0 == +0.0``.
 
-    ``torch.topk`` leaves the order of ties unspecified; a stable descending sort keeps equal
-    values in index order, which is the order defined here. Any device and float dtype; ``out``
+    ``torch.topk`` leaves the order of ties unspecified; a stable descending sort (of keys that
+    order NaN above +inf and make -0.0 equal to +0.0) keeps equal values in index order, which
+    is the order defined here. Any device and float dtype; ``out``
     as `oasr_decoder.topk` (a pair of tensors, written and returned).
     """
     if not isinstance(x, torch.Tensor) or x.dim() < 1:
         raise TypeError("x must be a torch.Tensor [..., V]")
     if not 1 <= k <= x.shape[-1]:
         raise ValueError(f"k must be in [1, V = {x.shape[-1]}], got {k}")
-    values, indices = torch.sort(x, dim=-1, descending=True, stable=True)
-    values, indices = values[..., :k], indices[..., :k]
+    indices = torch.sort(order_keys(x), dim=-1, descending=True, stable=True).indices[..., :k]
+    values = x.gather(-1, indices)
     if out is not None:
         out[0].copy_(values)
         out[1].copy_(indices)
