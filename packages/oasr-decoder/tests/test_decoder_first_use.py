@@ -59,7 +59,8 @@ def test_raw_logits_warn(name):
 def test_a_frame_that_is_minus_inf_everywhere_is_refused_by_every_decoder(name):
     lp = _log_probs(1, 6, 5)
     lp[0, 3] = -math.inf
-    with pytest.raises(ValueError, match="is -inf for every token at frame 3"):
+    where = "at a frame of this stream" if name == "stream" else "at frame 3"
+    with pytest.raises(ValueError, match=f"is -inf for every token {where}"):
         _decoders()[name](lp)
 
 

@@ -734,8 +734,9 @@ class CpuStreamingDecoder(_BeamSearchSettings, CtcStreamingDecoder):
     After the last chunk, `final_result` equals `ctc_prefix_beam_search` on the concatenated
     chunks (the same frame-by-frame search runs either way). Token frames count from the
     stream's first frame. The state lives in C++ (a TVM-FFI object freed with this decoder);
-    calls are serialized. A chunk with NaN, +inf or a frame that is -inf for every token is
-    refused (ValueError) before the state moves.
+    calls are serialized. A chunk with NaN or +inf is refused (ValueError) before the state
+    moves; after a frame that is -inf for every token the stream has no hypothesis, and
+    `partial_result` / `final_result` raise ValueError until `reset`.
     """
 
     def __init__(
@@ -788,17 +789,8 @@ class CpuStreamingDecoder(_BeamSearchSettings, CtcStreamingDecoder):
                 f"log_probs has V = {vocab} but the stream's earlier chunks had V = "
                 f"{self.vocab_size}"
             )
-        if log_probs.shape[0]:
-            start = self.num_frames
-            if start == 0:
-                warn_if_not_normalized(log_probs[:1])
-            dead = (log_probs.amax(dim=-1) == -math.inf).nonzero()
-            if dead.numel():
-                raise ValueError(
-                    f"log_probs is -inf for every token at frame {start + int(dead[0, 0])} of the "
-                    "stream: no alignment has a non-zero probability; pass log-probabilities "
-                    "(log_softmax of the logits)"
-                )
+        if log_probs.shape[0] and self.vocab_size is None and self.num_frames == 0:
+            warn_if_not_normalized(log_probs[:1])
         # NaN / +inf: the module vets the whole chunk before the state moves
         module().ctc_stream_accept(self._stream, log_probs)
         self.vocab_size = vocab
@@ -810,6 +802,12 @@ class CpuStreamingDecoder(_BeamSearchSettings, CtcStreamingDecoder):
         num_tokens = torch.empty(self.nbest, dtype=torch.int32)
         scores = torch.empty(self.nbest, dtype=torch.float64)
         count = module().ctc_stream_result(self._stream, tokens, frames, num_tokens, scores, final)
+        if count == 0:  # every prefix died: a frame that is -inf for every token
+            raise ValueError(
+                "log_probs is -inf for every token at a frame of this stream: no alignment has a "
+                "non-zero probability (reset() the stream); pass log-probabilities (log_softmax "
+                "of the logits)"
+            )
         return _unpack(tokens, frames, num_tokens, scores)[: int(count)]
 
     def partial_result(self) -> list[Hypothesis]:
