@@ -81,7 +81,7 @@ TO_HYPOTHESES_SHAPES = ((1, 750), (16, 750), (64, 750))
 PYCTCDECODE_SHAPES = tuple((batch, frames) for batch in (1, 16) for frames in (250, 750))
 CPU_SHAPES = ((1, 250), (1, 750))
 GREEDY_SHAPES = ((16, 750), (64, 750))
-#: top-k rows: 16 x 250 and 64 x 750 frames; every CTC vocabulary of BENCHMARKS.md plus 16384
+#: top-k rows: 16 x 250 and 64 x 750 frames; every CTC vocabulary of docs/benchmarks.md plus 16384
 TOPK_DTYPES = ("fp32", "fp16", "bf16")
 TOPK_ROWS = (16 * 250, 64 * 750)
 TOPK_VOCABS = (500, 5000, 8404, 16384)
