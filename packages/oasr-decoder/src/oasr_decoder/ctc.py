@@ -715,7 +715,19 @@ class CtcStreamingDecoder:
     >>> best = stream.final_result()[0]  # doctest: +SKIP
     """
 
-    def __new__(cls, *args, device=None, **kwargs):
+    def __new__(
+        cls,
+        beam_size: int = 10,
+        blank: int = 0,
+        *,
+        nbest: int = 1,
+        blank_skip_threshold: float | None = None,
+        context_graph: ContextGraph | None = None,
+        device=None,
+        num_streams: int = 1,
+        max_frames: int | None = None,
+    ):
+        # the settings are checked by the implementation's __init__, which Python calls next
         if cls is not CtcStreamingDecoder:
             return super().__new__(cls)
         where = torch.device("cpu" if device is None else device)
