@@ -199,10 +199,11 @@ def test_edges():
     # V = 1 (only the blank): always empty.
     hyp = CtcPrefixBeamSearch(beam_size=3)(torch.zeros(4, 1))[0]
     assert hyp.tokens == () and hyp.score == 0.0
-    # A frame where nothing is possible: no hypothesis at all.
+    # A frame where nothing is possible: refused, as greedy search refuses it.
     lp = torch.zeros(3, 4).log_softmax(-1)
     lp[1] = -math.inf
-    assert CtcPrefixBeamSearch(beam_size=3, nbest=2)(lp) == []
+    with pytest.raises(ValueError, match="-inf for every token at frame 1"):
+        CtcPrefixBeamSearch(beam_size=3, nbest=2)(lp)
     # length shorter than T
     lp = random_log_probs(random.Random(1), 20, 7, "smooth")
     search = CtcPrefixBeamSearch(beam_size=4, nbest=2)

@@ -227,9 +227,10 @@ class _CpuResult:
 
 
 class _CpuStreams:
-    """Stands in for GpuStreamingDecoder: one CPU stream per row of a chunk."""
+    """Stands in for the CUDA CtcStreamingDecoder: one CPU stream per row of a chunk."""
 
-    def __init__(self, num_streams, *, beam_size, blank):
+    def __init__(self, num_streams):
+        beam_size, blank = decoder_bench.BEAM_SIZE, decoder_bench.BLANK
         self.streams = [dec.CtcStreamingDecoder(beam_size, blank) for _ in range(num_streams)]
 
     def accept(self, chunk):
@@ -245,18 +246,10 @@ class _CpuStreams:
 
 
 def test_gpu_cases_run_with_cpu_stand_ins(monkeypatch):
-    """The GPU cases' plumbing (inputs, sides, streams, checks) with the GPU API played by the
-    CPU decoders and tensors left on the CPU: every host-clock smoke case passes its check."""
-
-    def beam(log_probs, *, beam_size, blank):
-        return _CpuResult(dec.ctc_prefix_beam_search(log_probs, beam_size=beam_size, blank=blank))
-
-    def greedy(log_probs, *, blank):
-        return _CpuResult([[h] for h in dec.ctc_greedy_search(log_probs, blank=blank)])
-
-    monkeypatch.setattr(dec, "ctc_beam_search_decode", beam, raising=False)
-    monkeypatch.setattr(dec, "ctc_greedy_decode", greedy, raising=False)
-    monkeypatch.setattr(dec, "GpuStreamingDecoder", _CpuStreams, raising=False)
+    """The GPU cases' plumbing (inputs, sides, streams, checks) with the "GPU" tensors left on
+    the CPU (so the calls take the host path) and CPU streams: every host-clock smoke case
+    passes its check."""
+    monkeypatch.setattr(decoder_bench, "_gpu_streams", _CpuStreams)
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *args, **kwargs: self)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     cases = [case for case in decoder_bench.routines("smoke") if case.clock == "host"]
@@ -266,7 +259,12 @@ def test_gpu_cases_run_with_cpu_stand_ins(monkeypatch):
         result = bench.measure(case, reps=2)
         assert result["error"] is None, (case.name, result["error"])
     # a wrong GPU answer is caught
-    monkeypatch.setattr(dec, "ctc_greedy_decode", lambda x, blank: greedy(x.flip(1), blank=blank))
+    monkeypatch.setattr(
+        decoder_bench,
+        "_gpu_greedy",
+        lambda inputs: _CpuResult([[h] for h in dec.ctc_greedy_search(inputs["gpu"].flip(1))]),
+    )
+    cases = [case for case in decoder_bench.routines("smoke") if case.clock == "host"]
     greedy_case = next(case for case in cases if case.op == "ctc_greedy gpu vs host")
     assert "best hypotheses differ" in bench.measure(greedy_case, reps=2)["error"]
 

@@ -60,7 +60,7 @@ def test_greedy_equals_cpu(dtype, shape):
     log_probs = torch.log_softmax(logits, -1).to(dtype)
     lengths = torch.randint(0, T + 1, (B,), generator=gen)
     _poison_allocator()
-    got = dec.ctc_greedy_decode(log_probs.cuda(), lengths, blank=min(V - 1, 2))
+    got = dec.ctc_greedy_search(log_probs.cuda(), lengths, blank=min(V - 1, 2))
     _assert_padding(got)
     want = dec.ctc_greedy_search(log_probs.float(), lengths, blank=min(V - 1, 2))
     assert got.to_hypotheses() == [[h] for h in want]
@@ -71,7 +71,7 @@ def test_greedy_ties_take_the_lowest_id():
     log_probs[0, :, 3] = -0.5
     log_probs[0, :, 1] = -0.5  # equal maxima: 1 wins, as torch.argmax
     log_probs[0, 2, 0] = 0.0
-    got = dec.ctc_greedy_decode(log_probs.cuda()).to_hypotheses()[0][0]
+    got = dec.ctc_greedy_search(log_probs.cuda()).to_hypotheses()[0][0]
     assert got.tokens == (1, 1) and got.frames == (0, 3)
 
 
@@ -80,7 +80,7 @@ def test_greedy_ties_take_the_lowest_id():
 
 
 def _gpu_vs_cpu(log_probs, lengths, **settings):
-    got = dec.ctc_beam_search_decode(log_probs.cuda(), lengths, **settings)
+    got = dec.ctc_prefix_beam_search(log_probs.cuda(), lengths, **settings)
     _assert_padding(got)
     cpu = log_probs.float()
     want = dec.ctc_prefix_beam_search(cpu, lengths, num_threads=1, **settings)
@@ -182,7 +182,9 @@ def test_streaming_blank_frames_equal_cpu(beam):
     rng = random.Random(beam)
     S, T, V = 5, 120, 300
     log_probs = _blank_dominated(rng, S, T, V, 0).cuda()
-    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=min(beam, 3), max_frames=16)
+    stream = dec.CtcStreamingDecoder(
+        num_streams=S, device="cuda", beam_size=beam, nbest=min(beam, 3), max_frames=16
+    )
     t = 0
     while t < T:
         step = rng.randint(1, 9)
@@ -202,7 +204,9 @@ def test_result_walks_pools_too_large_for_shared_memory():
     rng = random.Random(11)
     S, T, V, beam = 2, 700, 100, 32
     log_probs = torch.stack([random_log_probs(rng, T, V, "smooth", 0) for _ in range(S)])
-    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=4, max_frames=T)
+    stream = dec.CtcStreamingDecoder(
+        num_streams=S, device="cuda", beam_size=beam, nbest=4, max_frames=T
+    )
     for t in range(0, T, 100):
         stream.accept(log_probs[:, t : t + 100].cuda())
     _poison_allocator()
@@ -219,21 +223,27 @@ def test_beam_search_strided_input():
     rng = random.Random(3)
     tbv = torch.stack([random_log_probs(rng, 40, 37, "smooth", 0) for _ in range(3)], dim=1)
     log_probs = tbv.cuda().transpose(0, 1)
-    got = dec.ctc_beam_search_decode(log_probs, beam_size=5, nbest=3)
+    got = dec.ctc_prefix_beam_search(log_probs, beam_size=5, nbest=3)
     want = dec.ctc_prefix_beam_search(tbv.transpose(0, 1), beam_size=5, nbest=3)
     _assert_same_hyps(got.to_hypotheses(), want, "strided")
 
 
 def test_beam_search_empty_and_all_masked():
-    empty = dec.ctc_beam_search_decode(torch.zeros(2, 0, 5, device="cuda"), beam_size=3)
+    """Empty inputs decode to the empty hypothesis; a frame -inf everywhere raises."""
+    empty = dec.ctc_prefix_beam_search(torch.zeros(2, 0, 5, device="cuda"), beam_size=3)
     assert empty.to_hypotheses() == [[dec.Hypothesis((), 0.0, ())]] * 2
-    none = dec.ctc_beam_search_decode(torch.zeros(0, 4, 5, device="cuda"))
+    none = dec.ctc_prefix_beam_search(torch.zeros(0, 4, 5, device="cuda"))
     assert none.to_hypotheses() == []
     masked = torch.full((1, 3, 4), -math.inf)
-    masked[0, 0, 1] = 0.0  # frame 1 has no finite log-prob: the beam empties
-    got = dec.ctc_beam_search_decode(masked.cuda(), beam_size=2, nbest=2)
-    want = dec.ctc_prefix_beam_search(masked, beam_size=2, nbest=2)
-    _assert_same_hyps(got.to_hypotheses(), want, "masked")
+    masked[0, 0, 1] = 0.0  # frame 1 has no finite log-prob: refused on both devices
+    for lp in (masked, masked.cuda()):
+        with pytest.raises(ValueError, match="-inf for every token"):
+            dec.ctc_prefix_beam_search(lp, beam_size=2, nbest=2)
+        with pytest.raises(ValueError, match="-inf for every token"):
+            dec.ctc_greedy_search(lp)
+    deferred = dec.ctc_prefix_beam_search(masked.cuda(), beam_size=2, check=False)
+    with pytest.raises(ValueError, match="-inf for every token"):
+        deferred.to_hypotheses()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,15 +255,17 @@ def test_streaming_equals_offline(seed):
     rng = random.Random(100 + seed)
     S, T, V, beam = 6, 97, 211, rng.choice([3, 10, 32])
     log_probs = torch.stack([random_log_probs(rng, T, V, "peaky", 0) for _ in range(S)]).cuda()
-    offline = dec.ctc_beam_search_decode(log_probs, beam_size=beam, nbest=3).to_hypotheses()
-    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=3, max_frames=8)  # grows
+    offline = dec.ctc_prefix_beam_search(log_probs, beam_size=beam, nbest=3).to_hypotheses()
+    stream = dec.CtcStreamingDecoder(
+        num_streams=S, device="cuda", beam_size=beam, nbest=3, max_frames=8
+    )  # grows
     t = 0
     while t < T:
         step = rng.randint(1, 20)
         stream.accept(log_probs[:, t : t + step])
         t += step
         partial = stream.result().to_hypotheses()
-        want = dec.ctc_beam_search_decode(log_probs[:, :t], beam_size=beam, nbest=3)
+        want = dec.ctc_prefix_beam_search(log_probs[:, :t], beam_size=beam, nbest=3)
         _assert_same_hyps(partial, want.to_hypotheses(), ("partial", t))
     _assert_same_hyps(stream.result().to_hypotheses(), offline, "final")
 
@@ -262,7 +274,7 @@ def test_streaming_subsets_lengths_and_reset():
     rng = random.Random(5)
     S, V = 4, 50
     frames = [torch.stack([random_log_probs(rng, 30, V, "smooth", 0)]) for _ in range(S)]
-    stream = dec.GpuStreamingDecoder(S, beam_size=4, nbest=2)
+    stream = dec.CtcStreamingDecoder(num_streams=S, device="cuda", beam_size=4, nbest=2)
     # streams 2 and 0 get 30 frames in chunks of 10; stream 1 gets 7 frames via lengths; 3 none
     for t in range(0, 30, 10):
         chunk = torch.cat([frames[2][:, t : t + 10], frames[0][:, t : t + 10]]).cuda()
@@ -308,7 +320,7 @@ def test_streaming_64x16_in_a_graph():
         torch.stack([random_log_probs(rng, C, V, "peaky", 0) for _ in range(S)]).cuda()
         for _ in range(3)
     ]
-    stream = dec.GpuStreamingDecoder(S, beam_size=10, max_frames=64)
+    stream = dec.CtcStreamingDecoder(num_streams=S, device="cuda", beam_size=10, max_frames=64)
     lengths = torch.full((S,), C, dtype=torch.int32, device="cuda")
     captured = _replay_chunks(stream, chunks, lengths, capture_result=True)
     assert [stream.num_frames(s) for s in range(S)] == [3 * C] * S  # counted on the device
@@ -327,7 +339,9 @@ def test_streams_that_outgrow_a_graph_are_flagged_not_read():
         torch.stack([random_log_probs(rng, C, V, "smooth", 0) for _ in range(S)]).cuda()
         for _ in range(3)
     ]
-    stream = dec.GpuStreamingDecoder(S, beam_size=beam, nbest=2, max_frames=C)
+    stream = dec.CtcStreamingDecoder(
+        num_streams=S, device="cuda", beam_size=beam, nbest=2, max_frames=C
+    )
     lengths = torch.tensor([C, C, 0], dtype=torch.int32, device="cuda")  # stream 2 sits idle
     _replay_chunks(stream, chunks, lengths)  # 48 frames into pools sized for 16
     assert [stream.num_frames(s) for s in range(S)] == [3 * C, 3 * C, 0]
@@ -357,14 +371,14 @@ def test_decoders_capture_in_a_graph():
     B, T, V = 4, 60, 300
     log_probs = torch.stack([random_log_probs(rng, T, V, "peaky", 0) for _ in range(B)]).cuda()
     lengths = torch.tensor([60, 1, 33, 0], device="cuda")
-    eager_beam = dec.ctc_beam_search_decode(log_probs, lengths, beam_size=6, nbest=2)
-    eager_greedy = dec.ctc_greedy_decode(log_probs, lengths)
+    eager_beam = dec.ctc_prefix_beam_search(log_probs, lengths, beam_size=6, nbest=2)
+    eager_greedy = dec.ctc_greedy_search(log_probs, lengths)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
-        beam = dec.ctc_beam_search_decode(log_probs, lengths, beam_size=6, nbest=2)
-        greedy = dec.ctc_greedy_decode(log_probs, lengths)
+        beam = dec.ctc_prefix_beam_search(log_probs, lengths, beam_size=6, nbest=2)
+        greedy = dec.ctc_greedy_search(log_probs, lengths)
     torch.cuda.current_stream().wait_stream(side)
     graph.replay()
     torch.cuda.synchronize()
@@ -394,7 +408,7 @@ def test_chunk_refuses_a_negative_number_of_top_k_ctas(monkeypatch):
     monkeypatch.setattr(ctc_cuda, "_CHUNK_PRODUCERS", -1)
     lp = torch.log_softmax(torch.randn(2, 5, 7, device="cuda"), -1)
     with pytest.raises(ValueError, match="producers must be in"):
-        dec.ctc_beam_search_decode(lp)
+        dec.ctc_prefix_beam_search(lp)
 
 
 def test_chunk_scratch_is_zero_after_every_chunk():
@@ -403,7 +417,7 @@ def test_chunk_scratch_is_zero_after_every_chunk():
     the next launch needs it."""
     rng = random.Random(7)
     S, T, V = 5, 12, 300
-    stream = dec.GpuStreamingDecoder(S, beam_size=6, max_frames=64)
+    stream = dec.CtcStreamingDecoder(num_streams=S, device="cuda", beam_size=6, max_frames=64)
     for step in range(4):
         chunk = torch.stack([random_log_probs(rng, T, V, "smooth", 0) for _ in range(S)]).cuda()
         lengths = [rng.randint(0, T) for _ in range(S)]
@@ -427,38 +441,44 @@ def test_chunk_scratch_is_zero_after_every_chunk():
 def test_refusals():
     lp = torch.log_softmax(torch.randn(2, 5, 7, device="cuda"), -1)
     with pytest.raises(ValueError, match=r"\.cuda\(\)"):
-        dec.ctc_beam_search_decode(lp.cpu())
+        ctc_cuda.prefix_beam_search(lp.cpu())
+    with pytest.raises(ValueError, match="context_graph applies to CPU tensors only"):
+        dec.ctc_prefix_beam_search(lp, context_graph=dec.ContextGraph([[1]]))
+    with pytest.raises(ValueError, match="num_threads applies to CPU tensors only"):
+        dec.ctc_greedy_search(lp, num_threads=2)
+    with pytest.raises(ValueError, match="context_graph applies to CPU streams only"):
+        dec.CtcStreamingDecoder(device="cuda", context_graph=dec.ContextGraph([[1]]))
     with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
-        dec.ctc_greedy_decode(lp.double())
+        dec.ctc_greedy_search(lp.double())
     with pytest.raises(ValueError, match=r"\[B, T, V\]"):
-        dec.ctc_beam_search_decode(lp[0])
+        dec.ctc_prefix_beam_search(lp[0])
     with pytest.raises(ValueError, match="unit stride"):
-        dec.ctc_beam_search_decode(lp.transpose(1, 2))
+        dec.ctc_prefix_beam_search(lp.transpose(1, 2))
     with pytest.raises(ValueError, match="beam_size must be in"):
-        dec.ctc_beam_search_decode(lp, beam_size=33)
+        dec.ctc_prefix_beam_search(lp, beam_size=33)
     with pytest.raises(ValueError, match="nbest"):
-        dec.ctc_beam_search_decode(lp, beam_size=3, nbest=4)
+        dec.ctc_prefix_beam_search(lp, beam_size=3, nbest=4)
     with pytest.raises(ValueError, match="outside the vocabulary"):
-        dec.ctc_beam_search_decode(lp, blank=7)
+        dec.ctc_prefix_beam_search(lp, blank=7)
     with pytest.raises(ValueError, match="<= T"):
-        dec.ctc_beam_search_decode(lp, [5, 6])
+        dec.ctc_prefix_beam_search(lp, [5, 6])
     with pytest.raises(ValueError, match="blank_skip_threshold"):
-        dec.ctc_beam_search_decode(lp, blank_skip_threshold=1.5)
+        dec.ctc_prefix_beam_search(lp, blank_skip_threshold=1.5)
     bad = lp.clone()
     bad[1, 3, 2] = math.nan
     with pytest.raises(ValueError, match="utterance 1 has NaN"):
-        dec.ctc_beam_search_decode(bad)
+        dec.ctc_prefix_beam_search(bad)
     with pytest.raises(ValueError, match="utterance 1 has NaN"):
-        dec.ctc_greedy_decode(bad)
+        dec.ctc_greedy_search(bad)
     # past the length, NaN is not read
-    dec.ctc_beam_search_decode(bad, [5, 3]).check()
+    dec.ctc_prefix_beam_search(bad, [5, 3]).check()
     # device-side lengths are checked on the device
     with pytest.raises(ValueError, match="utterance 0 was given a length"):
-        dec.ctc_beam_search_decode(lp, torch.tensor([6, 1], device="cuda"))
-    deferred = dec.ctc_greedy_decode(bad, check=False)
+        dec.ctc_prefix_beam_search(lp, torch.tensor([6, 1], device="cuda"))
+    deferred = dec.ctc_greedy_search(bad, check=False)
     with pytest.raises(ValueError, match="NaN"):
         deferred.to_hypotheses()
-    stream = dec.GpuStreamingDecoder(2, beam_size=3)
+    stream = dec.CtcStreamingDecoder(num_streams=2, device="cuda", beam_size=3)
     with pytest.raises(ValueError, match="repeated"):
         stream.accept(lp, streams=[1, 1])
     with pytest.raises(ValueError, match="outside"):
@@ -469,4 +489,4 @@ def test_refusals():
     with pytest.raises(ValueError, match="V = 8"):
         stream.accept(torch.zeros(2, 1, 8, device="cuda"))
     # the process is fine afterwards
-    assert dec.ctc_beam_search_decode(lp).to_hypotheses()
+    assert dec.ctc_prefix_beam_search(lp).to_hypotheses()

@@ -78,7 +78,7 @@ def test_production_module_builds_without_gpu_or_arch(tmp_path, monkeypatch):
         arch.target_arch = no_arch
         from oasr_decoder._jit import gen_ctc_cpu_module
         spec = gen_ctc_cpu_module()
-        assert spec.name == "oasr_ctc_cpu" and not spec.is_cuda
+        assert spec.name == "oasr_decoder_ctc_cpu" and not spec.is_cuda
         lib = spec.build()
         assert oasr_jit.is_complete_shared_object(lib)
         assert spec.build_and_load().ctc_stream_num_frames is not None

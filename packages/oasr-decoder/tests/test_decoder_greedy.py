@@ -62,9 +62,9 @@ def test_padding_is_not_read():
 def test_edges():
     assert CtcGreedySearch()(torch.zeros(0, 3)) == oasr_decoder.Hypothesis((), 0.0, ())
     assert oasr_decoder.ctc_greedy_search(torch.zeros(0, 4, 3)) == []
-    # all -inf: argmax is token 0 (as torch), the score -inf
-    hyp = CtcGreedySearch(blank=1)(torch.full((2, 3), -math.inf))
-    assert hyp.tokens == (0,) and hyp.score == -math.inf
+    # a frame that is -inf for every token: no alignment has a non-zero probability
+    with pytest.raises(ValueError, match="-inf for every token at frame 0"):
+        CtcGreedySearch(blank=1)(torch.full((2, 3), -math.inf))
 
 
 def test_equal_maxima_across_blocks_and_signed_zeros():

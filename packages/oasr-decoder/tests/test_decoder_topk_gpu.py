@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import oasr_decoder
-from oasr_decoder import _jit
+from oasr_decoder import _jit, twins
 from oasr_decoder.topk_cuda import MAX_K, _topk_indices_int32
+from oasr_decoder.twins import order_keys
 from oasr_jit.testing import poison_, skip_unless_gpu
 
 pytestmark = skip_unless_gpu()
@@ -20,20 +21,9 @@ pytestmark = skip_unless_gpu()
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def order_keys(x: torch.Tensor) -> torch.Tensor:
-    """x in float64 with the op's order as plain comparison: NaN (as +inf) above +inf (as 1e300)
-    above every number, -0.0 read as +0.0; NaNs compare equal to each other."""
-    v = x.double()
-    v = torch.where(v == 0, torch.zeros_like(v), v)
-    v = torch.where(torch.isposinf(v), torch.full_like(v, 1e300), v)
-    return torch.where(torch.isnan(v), torch.full_like(v, math.inf), v)
-
-
 def reference_topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Value descending, equal values by index ascending: a stable descending sort on the CPU."""
-    x = x.cpu()
-    indices = torch.sort(order_keys(x), dim=-1, descending=True, stable=True).indices[..., :k]
-    return x.gather(-1, indices), indices
+    """Value descending, equal values by index ascending: the PyTorch twin on the CPU."""
+    return tuple(twins.topk(x.cpu(), k))
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -296,7 +286,7 @@ def test_python_refusals():
     x = _randn(4, 300, dtype=torch.float32)
     cases = [
         ((x.cpu(), 5), ValueError, r"must be a CUDA tensor.*\.cuda\(\)"),
-        ((x.int(), 5), TypeError, "supported: float32, float16, bfloat16"),
+        ((x.int(), 5), TypeError, "supported: float32, float16 or bfloat16"),
         ((x.double(), 5), TypeError, "supported"),
         ((x, 0), ValueError, "k must be at least 1"),
         ((x, 301), ValueError, r"k = 301 is larger than V = 300"),

@@ -23,10 +23,7 @@ OPS = {
         ),
         "ctc",
     ),
-    **dict.fromkeys(
-        ("CtcDecodeResult", "GpuStreamingDecoder", "ctc_beam_search_decode", "ctc_greedy_decode"),
-        "ctc_cuda",
-    ),
+    "CtcDecodeResult": "ctc_cuda",
     **dict.fromkeys(
         ("TokenSpan", "WordSpan", "path_to_spans", "hypothesis_spans", "group_words"),
         "alignment",
@@ -35,7 +32,7 @@ OPS = {
 }
 
 #: submodules reachable as attributes of the package
-SUBMODULES = ("ctc", "ctc_cuda", "alignment", "topk_cuda")
+SUBMODULES = ("ctc", "ctc_cuda", "alignment", "topk_cuda", "twins")
 
 
 def _production_specs(arch):

@@ -1,9 +1,11 @@
 """JIT generators of the decoder family.
 
-    oasr_ctc_cpu   host C++: CTC greedy search, prefix beam search (batch and streaming), context
-                   graphs; needs neither CUDA nor a GPU nor an architecture
-    oasr_topk      CUDA: sorted top-k of rows (vocabulary-sized)
-    oasr_ctc_cuda  CUDA: batched greedy and prefix beam search, streaming state on the device
+    oasr_decoder_ctc_cpu   host C++: CTC greedy search, prefix beam search (batch and
+                           streaming), context graphs; needs neither CUDA nor a GPU nor an
+                           architecture
+    oasr_decoder_topk      CUDA: sorted top-k of rows (vocabulary-sized)
+    oasr_decoder_ctc_cuda  CUDA: batched greedy and prefix beam search, streaming state on the
+                           device
 
 ``-O3`` (over the core's ``-O2``): GCC 12 vectorizes the per-frame scans over V (the NaN check,
 the block maxima of the token ranking, the greedy argmax) only at -O3; beam search at V 5000,
@@ -26,7 +28,7 @@ CSRC_DIR = PACKAGE_DIR / "csrc"
 
 def gen_ctc_cpu_module() -> JitSpec:
     return gen_jit_spec(
-        "oasr_ctc_cpu",
+        "oasr_decoder_ctc_cpu",
         [CSRC_DIR / "ctc_cpu.cc", CSRC_DIR / "ctc_cpu_jit_binding.cc"],
         extra_cflags=["-O3", "-ffp-contract=off"],
         extra_include_dirs=[INCLUDE_DIR],
@@ -35,7 +37,7 @@ def gen_ctc_cpu_module() -> JitSpec:
 
 def gen_topk_module() -> JitSpec:
     return gen_jit_spec(
-        "oasr_topk",
+        "oasr_decoder_topk",
         [CSRC_DIR / "topk.cu", CSRC_DIR / "topk_jit_binding.cu"],
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
     )
@@ -43,7 +45,7 @@ def gen_topk_module() -> JitSpec:
 
 def gen_ctc_cuda_module() -> JitSpec:
     return gen_jit_spec(
-        "oasr_ctc_cuda",
+        "oasr_decoder_ctc_cuda",
         [CSRC_DIR / "ctc_cuda.cu", CSRC_DIR / "ctc_cuda_jit_binding.cu"],
         extra_cuda_cflags=["--fmad=false"],  # log_math.h: the same bits as the CPU decoder
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
@@ -72,19 +74,19 @@ FUNCTIONS = (
 
 @functools.cache
 def topk_module():
-    """The loaded oasr_topk module (built on first use)."""
+    """The loaded oasr_decoder_topk module (built on first use)."""
     return gen_topk_module().build_and_load()
 
 
 @functools.cache
 def ctc_cuda_module():
-    """The loaded oasr_ctc_cuda module (built on first use)."""
+    """The loaded oasr_decoder_ctc_cuda module (built on first use)."""
     return gen_ctc_cuda_module().build_and_load()
 
 
 @functools.cache
 def module():
-    """The loaded oasr_ctc_cpu module (built on first use).
+    """The loaded oasr_decoder_ctc_cpu module (built on first use).
 
     TVM-FFI releases the GIL around a call when the function's ``release_gil`` is set, which is
     the default unless ``TVM_FFI_RELEASE_GIL_BY_DEFAULT=0``; the decoders rely on it (a batch

@@ -74,6 +74,16 @@ def path_to_spans(path, blank: int = 0) -> list[TokenSpan]:
     -------
     list of TokenSpan
         In order; ``end`` is one past the run's last frame.
+
+    Raises
+    ------
+    ValueError
+        A tensor path that is not 1-D.
+
+    Examples
+    --------
+    >>> [tuple(s) for s in path_to_spans([0, 3, 3, 0, 3, 5, 5], blank=0)]
+    [(3, 1, 3), (3, 4, 5), (5, 5, 7)]
     """
     labels = _labels(path)
     spans: list[TokenSpan] = []
@@ -100,6 +110,22 @@ def hypothesis_spans(
         [L] token ids and their first frames (strictly increasing).
     num_frames : int
         Frames in the utterance (> the last first frame).
+
+    Returns
+    -------
+    list of TokenSpan
+        One per token, in order.
+
+    Raises
+    ------
+    ValueError
+        tokens and frames of different lengths, or frames not strictly increasing in
+        [0, num_frames).
+
+    Examples
+    --------
+    >>> hyp = oasr_decoder.ctc_greedy_search(log_probs)[0]  # doctest: +SKIP
+    >>> hypothesis_spans(hyp.tokens, hyp.frames, log_probs.shape[1])  # doctest: +SKIP
     """
     tokens, frames = list(tokens), [int(f) for f in frames]
     if len(tokens) != len(frames):
@@ -140,6 +166,22 @@ def group_words(
         Seconds per frame.
     word_boundary : str
         The mark that starts a word's first piece.
+
+    Returns
+    -------
+    list of WordSpan
+        In order, with frames ``[start, end)`` and times in seconds (``start_s``, ``end_s``)
+
+    Raises
+    ------
+    ValueError
+        frame_shift_s <= 0, or a token without a piece.
+
+    Examples
+    --------
+    >>> spans = [TokenSpan(7, 0, 2), TokenSpan(9, 2, 3), TokenSpan(4, 5, 6)]
+    >>> [w.word for w in group_words(spans, {7: "\u2581he", 9: "llo", 4: "\u2581you"})]
+    ['hello', 'you']
     """
     if not frame_shift_s > 0:
         raise ValueError(f"frame_shift_s must be > 0, got {frame_shift_s}")

@@ -17,11 +17,12 @@ topk                                        fp32/fp16/bf16 x rows 4000, 48000   
 streaming gpu vs host                       64 streams x chunks of 16 frames       host
 ==========================================  =====================================  =========
 
-Beam 10, V 5000 (BENCHMARKS.md's CTC vocabularies: 5000 for the decoders, all four for top-k).
-"host" is OASR's CPU decoder (host C++: `ctc_prefix_beam_search`, `ctc_greedy_search`,
-`CtcStreamingDecoder`) on one thread, the whole batch; the GPU side is `ctc_beam_search_decode`,
-`ctc_greedy_decode`, `GpuStreamingDecoder`. The word "cpu" appears only in the names of cases
-without a GPU side, so ``oasr bench decoder --filter cpu`` runs on a machine without one.
+Beam 10, V 5000 (docs/benchmarks.md's CTC vocabularies: 5000 for the decoders, all four for
+top-k). "host" is OASR's CPU decoder (`ctc_prefix_beam_search`, `ctc_greedy_search`,
+`CtcStreamingDecoder` given CPU tensors: host C++) on one thread, the whole batch; the GPU side
+is the same calls given CUDA tensors. The word "cpu" appears only in the names of cases without
+a GPU side, so ``oasr bench decoder --filter cpu`` runs on a machine without one (it needs the
+``bench`` extra: ``pip install "oasr-decoder[bench]"``, numpy and pyctcdecode).
 
 Timing. Every decoder case runs on the host clock (``time.perf_counter_ns`` around a call, up to
 ``torch.cuda.synchronize()``): a CPU peer cannot be timed with CUDA events, and a GPU side then
@@ -80,7 +81,7 @@ TO_HYPOTHESES_SHAPES = ((1, 750), (16, 750), (64, 750))
 PYCTCDECODE_SHAPES = tuple((batch, frames) for batch in (1, 16) for frames in (250, 750))
 CPU_SHAPES = ((1, 250), (1, 750))
 GREEDY_SHAPES = ((16, 750), (64, 750))
-#: top-k rows: 16 x 250 and 64 x 750 frames; every CTC vocabulary of BENCHMARKS.md plus 16384
+#: top-k rows: 16 x 250 and 64 x 750 frames; every CTC vocabulary of docs/benchmarks.md plus 16384
 TOPK_DTYPES = ("fp32", "fp16", "bf16")
 TOPK_ROWS = (16 * 250, 64 * 750)
 TOPK_VOCABS = (500, 5000, 8404, 16384)
@@ -212,11 +213,12 @@ def _label(*sizes) -> str:
 def _gpu_beam(inputs):
     import oasr_decoder
 
-    return oasr_decoder.ctc_beam_search_decode(inputs["gpu"], beam_size=BEAM_SIZE, blank=BLANK)
+    return oasr_decoder.ctc_prefix_beam_search(inputs["gpu"], beam_size=BEAM_SIZE, blank=BLANK)
 
 
 def _gpu_beam_hypotheses(inputs):
-    return _gpu_beam(inputs).to_hypotheses()
+    out = _gpu_beam(inputs)
+    return out.to_hypotheses() if hasattr(out, "to_hypotheses") else out
 
 
 def _host_beam(inputs):
@@ -230,7 +232,7 @@ def _host_beam(inputs):
 def _gpu_greedy(inputs):
     import oasr_decoder
 
-    return oasr_decoder.ctc_greedy_decode(inputs["gpu"], blank=BLANK)
+    return oasr_decoder.ctc_greedy_search(inputs["gpu"], blank=BLANK)
 
 
 def _host_greedy(inputs):
@@ -387,7 +389,7 @@ def _beam_case(batch, frames, vocab, suites, to_hypotheses=False):
 
 
 def _pyctcdecode_case(side, batch, frames, vocab, suites):
-    """side "gpu": ctc_beam_search_decode; "cpu": ctc_prefix_beam_search on one thread."""
+    """side "gpu": ctc_prefix_beam_search; "cpu": ctc_prefix_beam_search on one thread."""
     op = {
         "gpu": "ctc_beam_search gpu vs pyctcdecode",
         "cpu": "ctc_prefix_beam_search cpu vs pyctcdecode",
@@ -468,13 +470,21 @@ class _Streams:
         return self
 
 
+def _gpu_streams(num_streams: int):
+    import oasr_decoder
+
+    return oasr_decoder.CtcStreamingDecoder(
+        BEAM_SIZE, BLANK, device="cuda", num_streams=num_streams
+    )
+
+
 def _streaming_case(num_streams, num_chunks, vocab, suites):
     def setup():
         import oasr_decoder
 
         log_probs = ctc_log_probs(num_streams, num_chunks * CHUNK_FRAMES, vocab)
         chunks = list(log_probs.split(CHUNK_FRAMES, dim=1))  # [S, Tc, V] each
-        gpu = oasr_decoder.GpuStreamingDecoder(num_streams, beam_size=BEAM_SIZE, blank=BLANK)
+        gpu = _gpu_streams(num_streams)
         streams = [oasr_decoder.CtcStreamingDecoder(BEAM_SIZE, BLANK) for _ in range(num_streams)]
 
         def host_accept(chunk):

@@ -1,4 +1,6 @@
-"""CTC decoding on the GPU: batched greedy and prefix beam search, and streaming.
+"""CTC decoding on the GPU: batched greedy and prefix beam search, and streaming. Reached through
+`oasr_decoder.ctc_greedy_search`, `oasr_decoder.ctc_prefix_beam_search` and
+`oasr_decoder.CtcStreamingDecoder` with CUDA tensors (``device="cuda"``).
 
 Shapes: B batch, T frames, V vocabulary (blank included), N n-best, S streams.
 
@@ -14,8 +16,9 @@ on the device, while the launch's other CTAs find the top ``2 * beam + 1`` token
 (`oasr_decoder.topk`'s method) ahead of it. Beams up to 32.
 
 Errors the device finds (NaN or +inf in a decoded frame, a length outside [0, T] given as a CUDA
-tensor) are flagged per utterance in ``status``; ``check=True`` (the default outside CUDA-graph
-capture) reads the flags once after the launch, which waits for the decode, and raises. Pass
+tensor) are flagged per utterance in ``status``; an utterance with a frame that is -inf for
+every token has no hypothesis (greedy: score -inf). ``check=True`` (the default outside
+CUDA-graph capture) reads both once after the launch, which waits for the decode, and raises. Pass
 ``check=False`` to keep the call asynchronous: `CtcDecodeResult.to_hypotheses` and
 `CtcDecodeResult.check` raise later instead.
 
@@ -31,13 +34,20 @@ from typing import NamedTuple
 
 import torch
 
-from oasr_jit import oasr_api
+from oasr_jit.checks import FLOAT_DTYPES
 
 from . import _jit
-from ._checks import as_int, check_beam, check_integer_dtype, check_threshold, host_lengths
-from .ctc import Hypothesis
+from ._checks import (
+    as_int,
+    check_beam,
+    check_integer_dtype,
+    check_log_probs,
+    check_threshold,
+    host_lengths,
+)
+from .ctc import CtcStreamingDecoder, Hypothesis
 
-__all__ = ["CtcDecodeResult", "GpuStreamingDecoder", "ctc_beam_search_decode", "ctc_greedy_decode"]
+__all__ = ["CtcDecodeResult", "CudaStreamingDecoder", "greedy_search", "prefix_beam_search"]
 
 MAX_BEAM = 32  # kMaxBeam of ctc_cuda.cuh
 
@@ -45,7 +55,6 @@ MAX_BEAM = 32  # kMaxBeam of ctc_cuda.cuh
 _BAD_LOG_PROB, _OUT_OF_CAPACITY, _BAD_LENGTH, _BAD_STREAM = 1, 2, 4, 8
 #: ctc_cuda.cuh's counters[s, kNumFrames]: frames fed to stream s since its reset
 _COUNTER_FRAMES = 3
-_FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # The chunk kernel's top-k CTAs, 0: the launcher's default. Tests pin it to reach the edges (one
 # top-k CTA that every row waits on), experiments to sweep it.
 _CHUNK_PRODUCERS = 0
@@ -69,15 +78,17 @@ class CtcDecodeResult(NamedTuple):
     status: torch.Tensor
 
     def check(self) -> None:
-        """Raise ValueError if the device flagged an utterance (waits for the decode)."""
+        """Raise ValueError if the device flagged an utterance, or one has no hypothesis of
+        non-zero probability (a frame that is -inf for every token); waits for the decode."""
         _raise_on_status(self.status.cpu(), "utterance")
+        _raise_on_zero_probability(self, "utterance")
 
     def to_hypotheses(self) -> list[list[Hypothesis]]:
         """The results as B lists of `Hypothesis` (best first), as the CPU decoders return them.
 
         One copy per tensor (cut to the longest hypothesis), then plain Python: no per-element
         ``.item()``. Raises like `check`."""
-        _raise_on_status(self.status.cpu(), "utterance")
+        self.check()
         lengths = self.lengths.cpu()
         longest = max(int(lengths.max()), 0) if lengths.numel() else 0
         tokens = self.tokens[..., :longest].cpu().tolist()
@@ -97,6 +108,18 @@ class CtcDecodeResult(NamedTuple):
         return out
 
 
+def _raise_on_zero_probability(result: CtcDecodeResult, unit: str) -> None:
+    if not result.lengths.numel():
+        return
+    dead = ((result.lengths[:, 0] < 0) | (result.scores[:, 0] == -math.inf)).cpu()
+    if dead.any():
+        index = int(dead.nonzero()[0, 0])
+        raise ValueError(
+            f"{unit} {index} has a frame that is -inf for every token: no alignment has a "
+            "non-zero probability; pass log-probabilities (log_softmax of the logits)"
+        )
+
+
 def _raise_on_status(status: torch.Tensor, unit: str) -> None:
     bad = status.nonzero()
     if not bad.numel():
@@ -111,7 +134,7 @@ def _raise_on_status(status: torch.Tensor, unit: str) -> None:
         why = "was given a length outside [0, T]"
     elif bits & _OUT_OF_CAPACITY:
         why = (
-            "ran past the frames its state was sized for; give GpuStreamingDecoder a larger "
+            "ran past the frames its state was sized for; give CtcStreamingDecoder a larger "
             "max_frames (needed when chunks are fed inside a CUDA graph)"
         )
     else:
@@ -123,28 +146,14 @@ def _raise_on_status(status: torch.Tensor, unit: str) -> None:
 # validation
 
 
-def _check_log_probs(log_probs, what: str = "log_probs") -> None:
-    if not isinstance(log_probs, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor [B, T, V], got {type(log_probs).__name__}")
-    if log_probs.device.type != "cuda":
-        raise ValueError(
-            f"{what} is on {log_probs.device}; the GPU decoders take CUDA tensors: call .cuda(), "
-            "or use the CPU decoders (ctc_greedy_search, ctc_prefix_beam_search)"
-        )
-    if log_probs.dtype not in _FLOAT_DTYPES:
-        raise TypeError(
-            f"{what} has dtype {log_probs.dtype}; the GPU decoders take float32, float16 or "
-            "bfloat16 log-probabilities"
-        )
-    if log_probs.dim() != 3:
-        raise ValueError(f"{what} must be [B, T, V], got shape {tuple(log_probs.shape)}")
-    if log_probs.shape[-1] < 1:
-        raise ValueError(f"{what} has an empty vocabulary (V = 0)")
-    if log_probs.shape[-1] > 1 and log_probs.stride(-1) != 1:
-        raise ValueError(
-            f"{what} must have a unit stride over V, got strides {log_probs.stride()}; "
-            "call .contiguous()"
-        )
+def _check_log_probs(log_probs) -> None:
+    check_log_probs(
+        log_probs,
+        "[B, T, V]",
+        device_type="cuda",
+        dtypes=FLOAT_DTYPES,
+        elsewhere="the CPU decoders, which take float32",
+    )
 
 
 def _check_blank(blank, vocab: int) -> int:
@@ -217,25 +226,12 @@ def _empty_results(batch: int, nbest: int, num_frames: int, device) -> CtcDecode
 # greedy
 
 
-@oasr_api
-def ctc_greedy_decode(
+def greedy_search(
     log_probs: torch.Tensor, lengths=None, *, blank: int = 0, check: bool = True
 ) -> CtcDecodeResult:
-    """Best path of each utterance: per frame the most likely token (the lowest id among equal
-    maxima, as ``torch.argmax``), repeats merged, blanks dropped; score = the sum of the frames'
-    maxima in float64. Equals `ctc_greedy_search` on ``log_probs.float().cpu()``.
-
-    Parameters
-    ----------
-    log_probs : [B, T, V] CUDA float32 / float16 / bfloat16, unit stride over V.
-    lengths : frames to decode per utterance: None (all T), a sequence or CPU tensor of ints
-        (checked here), or a CUDA integer tensor [B] (checked on the device).
-    blank : the blank token id.
-    check : raise here if the device flags an utterance (waits for the decode); skipped during
-        CUDA-graph capture.
-
-    Returns a `CtcDecodeResult` with N = 1.
-    """
+    """`oasr_decoder.ctc_greedy_search` of a CUDA ``log_probs`` [B, T, V] (float32, float16 or
+    bfloat16): a `CtcDecodeResult` with N = 1. ``lengths``: None (all T), a sequence or CPU
+    tensor of ints (checked here), or a CUDA integer tensor [B] (checked on the device)."""
     _check_log_probs(log_probs)
     batch, num_frames, vocab = log_probs.shape
     blank = _check_blank(blank, vocab)
@@ -341,8 +337,7 @@ class _BeamState:
         return out
 
 
-@oasr_api
-def ctc_beam_search_decode(
+def prefix_beam_search(
     log_probs: torch.Tensor,
     lengths=None,
     *,
@@ -352,22 +347,10 @@ def ctc_beam_search_decode(
     blank_skip_threshold: float | None = None,
     check: bool = True,
 ) -> CtcDecodeResult:
-    """CTC prefix beam search of every utterance on the GPU: the n-best, best first.
-
-    Parameters
-    ----------
-    log_probs : [B, T, V] CUDA float32 / float16 / bfloat16 log-probabilities, unit stride over V
-        (any stride over B and T).
-    lengths : frames to decode per utterance (as `ctc_greedy_decode`).
-    beam_size : prefixes kept per frame, 1 to 32.
-    blank : the blank token id.
-    nbest : hypotheses returned per utterance, 1 to beam_size.
-    blank_skip_threshold : skip frames whose blank probability exceeds it (None: skip none).
-    check : as `ctc_greedy_decode`.
-
-    Returns a `CtcDecodeResult`; equals `ctc_prefix_beam_search` on ``log_probs.float().cpu()``.
-    Device memory: about ``B * T * beam * 44`` bytes of state besides the outputs.
-    """
+    """`oasr_decoder.ctc_prefix_beam_search` of a CUDA ``log_probs`` [B, T, V]: a
+    `CtcDecodeResult` [B, N, T], equal to the CPU search on ``log_probs.float().cpu()``. Beams
+    of 1 to 32; device memory about ``B * T * beam_size * 44`` bytes of state besides the
+    outputs."""
     _check_log_probs(log_probs)
     beam_size, nbest = check_beam(beam_size, nbest, MAX_BEAM)
     batch, num_frames, vocab = log_probs.shape
@@ -384,13 +367,15 @@ def ctc_beam_search_decode(
     return result
 
 
-class GpuStreamingDecoder:
-    """Prefix beam search of many concurrent streams, chunk by chunk, state on the device.
+class CudaStreamingDecoder(CtcStreamingDecoder):
+    """The CUDA `oasr_decoder.CtcStreamingDecoder` (``device="cuda"``): prefix beam search of
+    many concurrent streams, chunk by chunk, state on the device.
 
     ``accept(chunk)`` decodes a chunk of frames for every stream (or the listed ones) in one
     call (one launch: the frames' top-k beside the search); after any chunk, `result` gives
-    each stream's n-best so far, which after the last chunk equals `ctc_beam_search_decode` of
-    the concatenated frames (the same kernel runs in both).
+    each stream's n-best so far, which after the last chunk equals
+    `oasr_decoder.ctc_prefix_beam_search` of the concatenated frames (the same kernel runs in
+    both).
 
     Memory: per stream about ``frames * beam * 44`` bytes of pools. They grow (doubling) when a
     chunk would overrun them, which needs the host: inside a CUDA graph the decoder cannot grow,
@@ -404,23 +389,29 @@ class GpuStreamingDecoder:
 
     Parameters
     ----------
+    beam_size, blank, nbest, blank_skip_threshold : as `oasr_decoder.ctc_prefix_beam_search`.
+    context_graph : must be None (no phrase boosting on the GPU).
+    device : the CUDA device of the state ("cuda": the current one).
     num_streams : S.
-    beam_size, blank, nbest, blank_skip_threshold : as `ctc_beam_search_decode`.
-    device : the CUDA device of the state (default: the current one).
     max_frames : frames per stream the pools are sized for at first (default 512).
     """
 
     def __init__(
         self,
-        num_streams: int,
-        *,
         beam_size: int = 10,
         blank: int = 0,
+        *,
         nbest: int = 1,
         blank_skip_threshold: float | None = None,
-        device=None,
+        context_graph=None,
+        device="cuda",
+        num_streams: int = 1,
         max_frames: int | None = None,
     ):
+        if context_graph is not None:
+            raise ValueError(
+                "context_graph applies to CPU streams only; use device='cpu' for phrase boosting"
+            )
         num_streams = as_int(num_streams, "num_streams")
         if num_streams < 1:
             raise ValueError(f"num_streams must be at least 1, got {num_streams}")
@@ -433,11 +424,7 @@ class GpuStreamingDecoder:
         max_frames = 512 if max_frames is None else as_int(max_frames, "max_frames")
         if max_frames < 1:
             raise ValueError(f"max_frames must be at least 1, got {max_frames}")
-        self.device = (
-            torch.device("cuda", torch.cuda.current_device())
-            if device is None
-            else torch.device(device)
-        )
+        self.device = torch.device("cuda" if device is None else device)
         if self.device.type != "cuda":
             raise ValueError(f"device must be a CUDA device, got {self.device}")
         if self.device.index is None:
@@ -545,6 +532,7 @@ class GpuStreamingDecoder:
         out = self._state.result(self.nbest, max_len, device_ids)
         if check and not _capturing():
             _raise_on_status(out.status.cpu(), "stream")
+            _raise_on_zero_probability(out, "stream")
         return out
 
     def reset(self, streams: Sequence[int] | None = None) -> None:
@@ -563,7 +551,7 @@ class GpuStreamingDecoder:
 
     def __repr__(self) -> str:
         return (
-            f"GpuStreamingDecoder(num_streams={self.num_streams}, beam_size={self.beam_size}, "
+            f"CtcStreamingDecoder(num_streams={self.num_streams}, beam_size={self.beam_size}, "
             f"blank={self.blank}, nbest={self.nbest}, "
             f"blank_skip_threshold={self.blank_skip_threshold}, device={self.device})"
         )

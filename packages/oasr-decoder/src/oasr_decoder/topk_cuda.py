@@ -1,4 +1,5 @@
-"""Sorted top-k over the last dimension of vocabulary-sized rows, on CUDA (module ``oasr_topk``).
+"""Sorted top-k over the last dimension of vocabulary-sized rows, on CUDA (module
+``oasr_decoder_topk``).
 
 Letters: V vocabulary (the last dim of x), k the number kept (1 <= k <= min(V, 128)).
 
@@ -21,6 +22,7 @@ from typing import NamedTuple
 import torch
 
 from oasr_jit import oasr_api
+from oasr_jit.checks import FLOAT_DTYPES, check_tensor
 
 from . import _jit
 
@@ -29,8 +31,6 @@ __all__ = ["TopK", "topk"]
 #: The largest k the kernel takes (one warp per row keeps 256 group maxima, ranks <= 512
 #: candidates); for larger k use torch.topk.
 MAX_K = 128
-
-_FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 class TopK(NamedTuple):
@@ -41,15 +41,9 @@ class TopK(NamedTuple):
 
 
 def _check_x(x) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if x.device.type != "cuda":
-        raise ValueError(
-            f"x must be a CUDA tensor, got device {x.device}; move it with .cuda() "
-            "(on the CPU use torch.topk)"
-        )
-    if x.dtype not in _FLOAT_DTYPES:
-        raise TypeError(f"x has dtype {x.dtype}; supported: float32, float16, bfloat16")
+    check_tensor(
+        x, "x", dtypes=FLOAT_DTYPES, elsewhere="oasr_decoder.twins.topk", shape_hint="[..., V]"
+    )
     if x.dim() < 1:
         raise ValueError("x must be [..., V], got a 0-D tensor; call x.reshape(1)")
     if x.shape[-1] > 1 and x.stride(-1) != 1:
@@ -135,20 +129,40 @@ def topk(x: torch.Tensor, k: int, *, out=None) -> TopK:
 
     Order: value descending; equal values by index ascending (defined here; ``torch.topk``
     leaves the order of ties unspecified); NaN is the largest value, NaNs tie; ``-0.0 == +0.0``.
+    Equivalent to `oasr_decoder.twins.topk` (``torch.sort(x, descending=True, stable=True)``
+    cut to k), and to ``torch.topk(x, k, dim=-1, sorted=True)`` up to the order of ties.
 
     Parameters
     ----------
-    x : [..., V] float32 / float16 / bfloat16, CUDA, unit stride over V; the leading dims either
+    x : torch.Tensor
+        [..., V] float32, float16 or bfloat16, CUDA, unit stride over V. The leading dims either
         collapse into uniformly strided rows (``x[:, :V]`` of a wider buffer, any row start) or,
         for [..., T, V], the dims before T do and T has its own stride (a ``[B, T, V]`` tensor
         sliced over T, ``[T, B, V]`` transposed): read in place.
-    k : 1 <= k <= min(V, 128); for larger k use ``torch.topk``.
-    out : optional pair ``(values, indices)``: [..., k] contiguous, x's dtype and int64, on x's
-        device; written and returned.
+    k : int
+        1 <= k <= min(V, 128); for larger k use ``torch.topk``.
+    out : pair of torch.Tensor, optional
+        ``(values, indices)``: [..., k] contiguous, x's dtype and int64, on x's device; written
+        and returned.
 
-    Returns ``TopK(values, indices)``: values [..., k] of x's dtype (x's own elements, bit for
-    bit), indices [..., k] int64. Equivalent to ``torch.topk(x, k, dim=-1, largest=True,
-    sorted=True)`` (up to the order of ties). An input with no rows returns at once.
+    Returns
+    -------
+    TopK
+        ``(values, indices)``: values [..., k] of x's dtype (x's own elements, bit for bit),
+        indices [..., k] int64. An input with no rows returns at once.
+
+    Raises
+    ------
+    TypeError
+        x not a tensor or of another dtype; k not an int; out of the wrong types.
+    ValueError
+        x not on CUDA (use `oasr_decoder.twins.topk` or ``torch.topk``), not a set of
+        unit-stride rows, k out of range, out of the wrong shape or device.
+
+    Examples
+    --------
+    >>> scores = torch.randn(4000, 5000, device="cuda")  # [B * T, V]
+    >>> values, indices = oasr_decoder.topk(scores, 10)  # doctest: +SKIP
     """
     _check_x(x)
     k = _check_k(k, x)

@@ -1,4 +1,4 @@
-// Launchers of the CPU CTC decoders (module oasr_ctc_cpu): checks, then the framework-free
+// Launchers of the CPU CTC decoders (module oasr_decoder_ctc_cpu): checks, then the framework-free
 // searches of include/oasr/decoder/.
 //
 // Results are written into caller-allocated tensors (destination passing, outputs first): a

@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_ctc_cpu module (host C++, no CUDA).
+// TVM-FFI exports of the oasr_decoder_ctc_cpu module (host C++, no CUDA).
 #include <tvm/ffi/container/array.h>
 
 #include "tvm_ffi_utils.h"

@@ -1,8 +1,8 @@
-// Launchers of the GPU CTC decoders (module oasr_ctc_cuda): greedy collapse and the prefix beam
-// search state machine (reset, advance by a chunk of frames, read the n-best, rebuild the maps
-// after the pools grew). The kernels are in include/oasr/decoder/ctc_cuda.cuh; a chunk is one
-// launch of the chunk kernel, whose CTAs find the frames' top-k (include/oasr/decoder/topk.cuh)
-// while others advance the rows.
+// Launchers of the GPU CTC decoders (module oasr_decoder_ctc_cuda): greedy collapse and the
+// prefix beam search state machine (reset, advance by a chunk of frames, read the n-best,
+// rebuild the maps after the pools grew). The kernels are in include/oasr/decoder/ctc_cuda.cuh;
+// a chunk is one launch of the chunk kernel, whose CTAs find the frames' top-k
+// (include/oasr/decoder/topk.cuh) while others advance the rows.
 //
 // The state of S streams is seven tensors, allocated by Python (ctc_cuda.py) and checked here
 // on every call: counters [S, 5] int32, probs [S, 4, beam] float64, entries [S, 3, beam] int32,

@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_ctc_cuda module.
+// TVM-FFI exports of the oasr_decoder_ctc_cuda module.
 #include "tvm_ffi_utils.h"
 
 void ctc_beam_reset(TensorView counters, TensorView probs, TensorView entries, TensorView nodes,

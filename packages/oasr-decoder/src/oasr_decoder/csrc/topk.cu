@@ -1,4 +1,4 @@
-// Launcher of the sorted top-k of rows (module oasr_topk); the kernel is
+// Launcher of the sorted top-k of rows (module oasr_decoder_topk); the kernel is
 // include/oasr/decoder/topk.cuh.
 #include "oasr/decoder/topk.cuh"
 #include "tvm_ffi_utils.h"

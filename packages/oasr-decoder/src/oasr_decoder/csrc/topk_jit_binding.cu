@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_topk module.
+// TVM-FFI exports of the oasr_decoder_topk module.
 #include "tvm_ffi_utils.h"
 
 void topk(OptionalTensor values, TensorView indices, TensorView x, int64_t k,

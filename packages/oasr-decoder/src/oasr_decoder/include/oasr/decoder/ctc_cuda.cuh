@@ -369,27 +369,50 @@ struct AdvanceSmem {
   unsigned long long run_w0, run_w1;
 };
 
-// Decodes row `row` of the chunk (its first `len` frames, chunk_row_length) into its stream, the
-// whole CTA of kThreads threads. Returns the frames whose top-k words every thread has read (the
-// rest, after an early stop, are still to be cleared).
-template <typename T, int kThreads>
-OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>& in, int32_t row,
-                                         int32_t len) {
-  __shared__ AdvanceSmem<kThreads> sm;
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  constexpr int kWarps = kThreads / 32;
-  const int32_t s = in.streams ? in.streams[row] : row;
-  if (s < 0 || s >= st.num_streams) return 0;  // the launcher checked the ids on the host
-  const int32_t beam = st.beam;
-  int32_t* counters = st.counters + s * kNumCounters;
-  const StreamPools pools(st, s);
-  double* probs = st.probs + s * 4 * beam;
-  int32_t* entries = st.entries + s * 3 * beam;
-  // An entry's l_last: the log-prob of its last token at one frame (-inf for the empty prefix).
-  auto last_log_prob = [](const T* frame_log_probs, int32_t node, int32_t last) {
-    return node != 0 ? static_cast<double>(to_float(frame_log_probs[last])) : -INFINITY;
-  };
+// ---- The beam in shared memory: buffer `cur` holds the `nb` entries of the current frame.
 
+// An entry's l_last: the log-prob of its last token at one frame (-inf for the empty prefix).
+template <typename T>
+OASR_DEVICE double last_log_prob(const T* frame_log_probs, int32_t node, int32_t last) {
+  return node != 0 ? static_cast<double>(to_float(frame_log_probs[last])) : -INFINITY;
+}
+
+// Entry i's links within the beam: the index of its prefix (-1: not in the beam), and bit e
+// set when entry e's prefix is entry i.
+template <int kThreads>
+OASR_DEVICE void link_entry(const AdvanceSmem<kThreads>& sm, int cur, int32_t nb, int32_t i,
+                            int32_t* parent_idx, uint32_t* children) {
+  int32_t p = -1;
+  uint32_t c = 0;
+  for (int32_t j = 0; j < nb; ++j) {
+    if (sm.node[cur][j] == sm.parent_node[cur][i]) p = j;
+    if (sm.parent_node[cur][j] == sm.node[cur][i]) c |= 1u << j;
+  }
+  *parent_idx = p;
+  *children = c;
+}
+
+template <int kThreads>
+OASR_DEVICE EntryProbs entry_probs(const AdvanceSmem<kThreads>& sm, int cur, int32_t i) {
+  return EntryProbs{sm.pb[cur][i],       sm.pnb[cur][i],     sm.vb[cur][i],      sm.vnb[cur][i],
+                    sm.acoustic[cur][i], sm.chain_b[cur][i], sm.chain_nb[cur][i]};
+}
+
+// How entry i's stay merges the extension of its prefix, entry p.
+template <int kThreads>
+OASR_DEVICE StayMerge stay_merge(const AdvanceSmem<kThreads>& sm, int cur, int32_t p, int32_t i) {
+  return sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i] ? StayMerge::kFromBlank
+                                                                      : StayMerge::kFromAny;
+}
+
+// Reads the stream's counters and beam into buffer 0 (with l_last of frame 0, so that frame 0
+// may start a run of blank frames); returns the frames the stream has decoded so far.
+template <typename T, int kThreads>
+OASR_DEVICE int32_t load_stream(AdvanceSmem<kThreads>& sm, const BeamChunk<T>& in,
+                                const StreamPools& pools, const int32_t* counters,
+                                const double* probs, const int32_t* entries, int32_t row,
+                                int32_t len, int32_t beam) {
+  const int tid = threadIdx.x;
   if (tid == 0) {
     sm.num_entries = counters[kNumEntries];
     sm.num_nodes = counters[kNumNodes];
@@ -413,12 +436,365 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
       sm.last[0][tid] = pools.token[n];
       sm.parent_node[0][tid] = pools.parent[n];
       sm.depth[0][tid] = pools.depth[n];
-      // l_last for frame 0 (the entries' only), so frame 0 may start a run of blank frames
       if (len > 0 && tid < counters[kNumEntries]) {
         sm.l_last[0][tid] = last_log_prob(in.log_probs + row * in.stride_row, n, pools.token[n]);
       }
     }
   }
+  return frame0;
+}
+
+// Writes buffer `cur` (nb entries) and the counters back to the stream.
+template <int kThreads>
+OASR_DEVICE void store_stream(const AdvanceSmem<kThreads>& sm, int cur, int32_t nb,
+                              const StreamPools& pools, int32_t* counters, double* probs,
+                              int32_t* entries, int32_t frames, int32_t beam) {
+  const int tid = threadIdx.x;
+  if (tid < beam) {
+    probs[tid] = sm.pb[cur][tid];
+    probs[beam + tid] = sm.pnb[cur][tid];
+    probs[2 * beam + tid] = sm.vb[cur][tid];
+    probs[3 * beam + tid] = sm.vnb[cur][tid];
+    entries[tid] = sm.node[cur][tid];
+    entries[beam + tid] = sm.chain_b[cur][tid];
+    entries[2 * beam + tid] = sm.chain_nb[cur][tid];
+  }
+  if (tid == 0) {
+    counters[kNumEntries] = nb;
+    counters[kNumNodes] = sm.num_nodes < pools.capacity ? sm.num_nodes : pools.capacity;
+    counters[kNumLinks] = sm.num_links < pools.capacity ? sm.num_links : pools.capacity;
+    counters[kNumFrames] = frames;
+    counters[kStatus] = sm.status;
+  }
+}
+
+// ---- Candidate ranking. A candidate is (score, source entry y, extra token e or -1 for a
+// stay); its rank is the number of candidates that beat it.
+
+// Whether candidate a beats candidate b: by score, then by token sequence.
+template <int kThreads>
+OASR_DEVICE bool candidate_better(const AdvanceSmem<kThreads>& sm, int cur,
+                                  const StreamPools& pools, double sa, int32_t ya, int32_t ea,
+                                  double sb, int32_t yb, int32_t eb) {
+  if (sa != sb) return sa > sb;
+  if (ya == yb) return ea < eb;  // a stay (-1) first, then by token
+  return pools.seq_less(sm.node[cur][ya], ea, sm.node[cur][yb], eb);
+}
+
+// Special x of entry i = x / 2 (even: its stay, odd: its repeat extension) into sp_*[x], from
+// the entry's links and l = log_probs[frame, last(i)]; true when it has a finite score.
+template <int kThreads>
+OASR_DEVICE bool make_special(AdvanceSmem<kThreads>& sm, int cur, int32_t x, int32_t p,
+                              uint32_t children, double l, double l_blank) {
+  const int32_t i = x / 2;
+  const int32_t n = sm.node[cur][i];
+  const double pb = sm.pb[cur][i], vb = sm.vb[cur][i];
+  bool valid = false;
+  if (x % 2 == 0) {
+    StayMerge merge = StayMerge::kNone;
+    EntryProbs prefix{};
+    if (p >= 0) {
+      merge = stay_merge(sm, cur, p, i);
+      prefix = entry_probs(sm, cur, p);
+    }
+    const Stay stay = stay_of(entry_probs(sm, cur, i), n == 0, merge, prefix, l, l_blank);
+    valid = stay.score != -INFINITY;
+    sm.sp_score[x] = stay.score;
+    sm.sp_pb[x] = stay.pb;
+    sm.sp_pnb[x] = stay.pnb;
+    sm.sp_vb[x] = stay.vb;
+    sm.sp_vnb[x] = stay.vnb;
+    sm.sp_chain_b[x] = stay.chain_b;
+    // a new link continuing chain_parent, or the entry's own chain_nb
+    sm.sp_vnb_new[x] = stay.new_link;
+    sm.sp_chain_parent[x] = stay.chain_parent;
+  } else if (n != 0) {  // repeat: seq(i) + last(i), from pb only, unless already in the beam
+    bool merged = false;
+    for (uint32_t m = children; m != 0; m &= m - 1) {
+      merged |= sm.last[cur][__ffs(m) - 1] == sm.last[cur][i];
+    }
+    const double new_pnb = pb + l;
+    valid = !merged && new_pnb != -INFINITY;
+    sm.sp_score[x] = new_pnb;
+    sm.sp_pb[x] = -INFINITY;
+    sm.sp_pnb[x] = new_pnb;
+    sm.sp_vb[x] = -INFINITY;
+    sm.sp_vnb[x] = vb + l;
+    sm.sp_chain_b[x] = -1;
+    sm.sp_vnb_new[x] = true;
+    sm.sp_chain_parent[x] = sm.chain_b[cur][i];
+  }
+  if (!valid) sm.sp_score[x] = -INFINITY;  // invalid: below every ranked candidate
+  return valid;
+}
+
+// L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the blank,
+// not last(y), not the last token of a child of y in the beam, with l > -inf, whose extension
+// scores at least the bar (the order is by l: once below, all later are). Slots past a list's
+// end up to list_span hold -inf (the ranking's searches read them); sm.num_valid counts them.
+template <typename T, int kThreads>
+OASR_DEVICE void extension_lists(AdvanceSmem<kThreads>& sm, const BeamChunk<T>& in, int cur,
+                                 int32_t nb, int32_t beam, int32_t blank, double bar,
+                                 int32_t list_span, int warp) {
+  constexpr int kWarps = kThreads / 32;
+  const int tid = threadIdx.x, lane = tid % 32;
+  for (int32_t y = warp; y < nb; y += kWarps) {
+    const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
+    const double base = sm.acoustic[cur][y];
+    int32_t count = 0;
+    bool below = false;
+    for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
+      const int32_t j = j0 + lane;
+      bool ok = false;
+      int32_t c = -1;
+      double l = -INFINITY;
+      if (j < in.top_k) {
+        c = sm.top_id[j];
+        l = sm.top_l[j];
+        ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
+        for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
+          ok &= sm.last[cur][__ffs(m) - 1] != c;
+        }
+      }
+      below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
+      const unsigned ballot = __ballot_sync(0xffffffffu, ok);
+      const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
+      if (ok && pos < beam) {
+        sm.ext_score[y][pos] = base + l;
+        sm.ext_l[y][pos] = l;
+        sm.ext_token[y][pos] = c;
+      }
+      count += __popc(ballot);
+    }
+    const int32_t len_y = count < beam ? count : beam;
+    if (lane == 0) {
+      sm.ext_len[y] = len_y;
+      atomicAdd(&sm.num_valid, len_y);
+    }
+    if (lane >= len_y && lane < list_span) sm.ext_score[y][lane] = -INFINITY;  // see ranking
+  }
+}
+
+
+
+
+
+// Candidate x's rank where its score ties another's: each comparison by candidate_better (the
+// token sequences break the tie), stopping at `beam`.
+template <int kThreads>
+OASR_DEVICE int32_t rank_with_ties(const AdvanceSmem<kThreads>& sm, int cur,
+                                   const StreamPools& pools, int32_t x, double score, int32_t y,
+                                   int32_t e, int32_t list_pos, int32_t num_special,
+                                   int32_t num_lists, int32_t beam) {
+  int32_t rank = list_pos >= 0 ? list_pos : 0;
+  for (int32_t z = 0; z < num_special && rank < beam; ++z) {
+    if (z == x || sm.sp_score[z] == -INFINITY) continue;
+    const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
+    rank += candidate_better(sm, cur, pools, sm.sp_score[z], z / 2, ez, score, y, e);
+  }
+  for (int32_t w = 0; w < num_lists && rank < beam; ++w) {
+    if (w == y && list_pos >= 0) continue;
+    int32_t lo = 0, hi = sm.ext_len[w];  // L_w[j] beats x exactly for j < lo
+    while (lo < hi) {
+      const int32_t mid = (lo + hi) / 2;
+      if (candidate_better(sm, cur, pools, sm.ext_score[w][mid], w, sm.ext_token[w][mid], score,
+                           y, e)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    rank += lo;
+  }
+  return rank;
+}
+
+// ---- The blank-run fast path (see the top of the file)
+
+// A run of blank frames from frame t (with a full beam, l_last in shared memory), taken by warp
+// 0 alone, lane i = entry i. Each frame loads the next one's inputs, then updates the stays; the
+// run ends at the first frame that is not blank (or whose largest value is NaN or +inf: the main
+// loop flags it), at len, or when a pool is full. Then the entries go to buffer cur ^ 1 ranked
+// by score, as a blank frame would rank them, and sm.run_* say where the main loop resumes, with
+// that frame's inputs loaded (lane j keeps word j in *pre_w, as the main loop does). Skipped
+// frames inside a run change nothing.
+template <typename T, int kThreads>
+OASR_DEVICE void blank_run(AdvanceSmem<kThreads>& sm, const BeamChunk<T>& in,
+                          const StreamPools& pools, const unsigned long long* row_top,
+                          int32_t row, int32_t len, int32_t frame0, int32_t blank, int cur,
+                          int32_t nb, int lane, bool has_word, int32_t t, double l_blank,
+                          unsigned long long* pre_w) {
+  constexpr int kWordsPerLane = (kMaxTop + 31) / 32;
+  const int32_t i = lane;
+  const bool live = i < nb;
+  const int32_t y = live ? i : 0;  // lanes past the beam shadow entry 0 (every lane shuffles)
+  const int32_t node = sm.node[cur][y], last = sm.last[cur][y];
+  int32_t p;
+  uint32_t children;
+  link_entry(sm, cur, nb, y, &p, &children);
+  const StayMerge merge = p >= 0 ? stay_merge(sm, cur, p, y) : StayMerge::kNone;
+  const int32_t src = p >= 0 ? p : y;  // the lane holding the prefix's values
+  EntryProbs e = entry_probs(sm, cur, y);
+  double l = sm.l_last[cur][y];
+  int32_t num_links = sm.num_links;
+  bool pool_full = false;
+  const T* lp = in.log_probs + row * in.stride_row;
+  // A frame's inputs for this lane: the blank's log-prob, the entry's last token's, and the
+  // frame's words lane + 32 k (1 past top_k: nothing to wait for).
+  struct FrameInputs {
+    float blank, l;
+    unsigned long long w[kWordsPerLane];
+  };
+  auto load_inputs = [&](int32_t v, FrameInputs& f) {
+    if (v >= len) return;
+    const T* frame_lp = lp + v * in.stride_frame;
+    f.blank = to_float(frame_lp[blank]);
+    f.l = node != 0 ? to_float(frame_lp[last]) : -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kWordsPerLane; ++k) {
+      const int32_t j = lane + 32 * k;
+      f.w[k] =
+          j < in.top_k ? load_relaxed(row_top + static_cast<int64_t>(v) * in.top_k + j) : 1;
+    }
+  };
+  unsigned long long w0 = 0, w1 = 0, my_word = 0;  // frame u's
+  float frame_blank = 0.0f;
+  bool take = true;  // frame u is blank (else skipped)
+  int32_t u = t;
+  // One frame: frame u + 1's inputs are in flight in `soon` while frame u is worked out, and
+  // frame u + 2's are requested into `later` (two frames ahead: a blank frame's work is
+  // shorter than a load from DRAM). Then u + 1 becomes u; false where the run ends there.
+  auto step = [&](FrameInputs& soon, FrameInputs& later) {
+    load_inputs(u + 2, later);
+    if (take) {
+      EntryProbs prefix;
+      prefix.pb = __shfl_sync(kFullWarpMask, e.pb, src);
+      prefix.pnb = __shfl_sync(kFullWarpMask, e.pnb, src);
+      prefix.vb = __shfl_sync(kFullWarpMask, e.vb, src);
+      prefix.vnb = __shfl_sync(kFullWarpMask, e.vnb, src);
+      prefix.acoustic = __shfl_sync(kFullWarpMask, e.acoustic, src);
+      prefix.chain_b = __shfl_sync(kFullWarpMask, e.chain_b, src);
+      prefix.chain_nb = __shfl_sync(kFullWarpMask, e.chain_nb, src);
+      const Stay stay = stay_of(e, node == 0, merge, prefix, l, l_blank);
+      const bool link = live && stay.new_link;
+      const unsigned links = __ballot_sync(kFullWarpMask, link);
+      int32_t chain_nb = stay.chain_parent;
+      if (link) {  // ids in lane order
+        chain_nb = num_links + __popc(links & ((1u << lane) - 1u));
+        if (chain_nb < pools.capacity) {
+          pools.link_frame[chain_nb] = frame0 + u;
+          pools.link_parent[chain_nb] = stay.chain_parent;
+        } else {
+          chain_nb = -1;
+        }
+      }
+      num_links += __popc(links);
+      pool_full |= num_links > pools.capacity;
+      e = EntryProbs{stay.pb, stay.pnb, stay.vb, stay.vnb, stay.score, stay.chain_b, chain_nb};
+    }
+    ++u;
+    if (u >= len || pool_full) return false;
+    for (;;) {  // frame u's words, as the main loop waits for them
+      bool missing = false;
+#pragma unroll
+      for (int k = 0; k < kWordsPerLane; ++k) missing |= soon.w[k] == 0;
+      if (!__any_sync(kFullWarpMask, missing)) break;
+      __nanosleep(64);
+#pragma unroll
+      for (int k = 0; k < kWordsPerLane; ++k) {
+        if (soon.w[k] == 0) {
+          soon.w[k] =
+              load_relaxed(row_top + static_cast<int64_t>(u) * in.top_k + lane + 32 * k);
+        }
+      }
+    }
+    my_word = soon.w[0];
+    w0 = __shfl_sync(kFullWarpMask, my_word, 0);
+    w1 = __shfl_sync(kFullWarpMask, my_word, 1);
+    const float top0 = top_word_value<T>(w0);
+    const float top1 = in.top_k > 1 ? top_word_value<T>(w1) : -INFINITY;
+    if (isnan(top0) || top0 == INFINITY) return false;
+    frame_blank = soon.blank;
+    l_blank = frame_blank;
+    l = soon.l;
+    take = !(l_blank > in.skip_log_threshold);
+    if (!take) return true;
+    // the main loop's test, on the same values: its bar is the smallest acoustic + l[blank]
+    const double l_regular = top0 > frame_blank ? top0 : top1;
+    double lowest = live ? e.acoustic : INFINITY, best = live ? e.acoustic : -INFINITY;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      lowest = fmin(lowest, __shfl_xor_sync(kFullWarpMask, lowest, offset));
+      best = fmax(best, __shfl_xor_sync(kFullWarpMask, best, offset));
+    }
+    return best + l_regular < lowest + l_blank;
+  };
+  FrameInputs a{}, b{};
+  load_inputs(t + 1, a);
+  while (step(a, b) && step(b, a)) {
+  }
+  // Rank the entries by score (candidate_better only between equal scores) into the next
+  // buffer.
+  int32_t rank = 0;
+  bool tie = false;
+  for (int32_t k = 0; k < nb; ++k) {
+    const double score_k = __shfl_sync(kFullWarpMask, e.acoustic, k);
+    rank += score_k > e.acoustic;
+    tie |= score_k == e.acoustic && k != i;
+  }
+  if (__any_sync(kFullWarpMask, live && tie)) {
+    int32_t tied_rank = 0;
+    for (int32_t k = 0; k < nb; ++k) {
+      const double score_k = __shfl_sync(kFullWarpMask, e.acoustic, k);
+      if (live && tie && k != i) {
+        tied_rank += candidate_better(sm, cur, pools, score_k, k, -1, e.acoustic, i, -1);
+      }
+    }
+    if (tie) rank = tied_rank;
+  }
+  const int nxt = cur ^ 1;
+  if (live) {
+    sm.pb[nxt][rank] = e.pb;
+    sm.pnb[nxt][rank] = e.pnb;
+    sm.vb[nxt][rank] = e.vb;
+    sm.vnb[nxt][rank] = e.vnb;
+    sm.acoustic[nxt][rank] = e.acoustic;
+    sm.l_last[nxt][rank] = l;
+    sm.node[nxt][rank] = node;
+    sm.last[nxt][rank] = last;
+    sm.parent_node[nxt][rank] = sm.parent_node[cur][i];
+    sm.depth[nxt][rank] = sm.depth[cur][i];
+    sm.chain_b[nxt][rank] = e.chain_b;
+    sm.chain_nb[nxt][rank] = e.chain_nb;
+  }
+  *pre_w = has_word ? my_word : 0;
+  if (lane == 0) {
+    sm.num_links = num_links;
+    sm.run_pool_full = pool_full;  // not sm.status: the other warps may be reading it
+    sm.run_end = u;
+    sm.run_blank = frame_blank;
+    sm.run_w0 = w0;
+    sm.run_w1 = w1;
+  }
+}
+
+// Decodes row `row` of the chunk (its first `len` frames, chunk_row_length) into its stream, the
+// whole CTA of kThreads threads. Returns the frames whose top-k words every thread has read (the
+// rest, after an early stop, are still to be cleared).
+template <typename T, int kThreads>
+OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>& in, int32_t row,
+                                         int32_t len) {
+  __shared__ AdvanceSmem<kThreads> sm;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int32_t s = in.streams ? in.streams[row] : row;
+  if (s < 0 || s >= st.num_streams) return 0;  // the launcher checked the ids on the host
+  const int32_t beam = st.beam;
+  int32_t* counters = st.counters + s * kNumCounters;
+  const StreamPools pools(st, s);
+  double* probs = st.probs + s * 4 * beam;
+  int32_t* entries = st.entries + s * 3 * beam;
+
+  const int32_t frame0 = load_stream(sm, in, pools, counters, probs, entries, row, len, beam);
   __syncthreads();
 
   int cur = 0;
@@ -447,236 +823,12 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
   // sm.l_last[cur] holds frame l_last_frame's values (uniform: every thread updates it)
   int32_t l_last_frame = 0;
 
-  // Entry i's links within the beam: the index of its prefix (-1: not in the beam), and bit e
-  // set when entry e's prefix is entry i.
-  auto link_entry = [&](int32_t i, int32_t* parent_idx, uint32_t* children) {
-    int32_t p = -1;
-    uint32_t c = 0;
-    for (int32_t j = 0; j < nb; ++j) {
-      if (sm.node[cur][j] == sm.parent_node[cur][i]) p = j;
-      if (sm.parent_node[cur][j] == sm.node[cur][i]) c |= 1u << j;
-    }
-    *parent_idx = p;
-    *children = c;
-  };
-
-  auto entry_probs = [&](int32_t i) {
-    return EntryProbs{sm.pb[cur][i],     sm.pnb[cur][i],     sm.vb[cur][i],      sm.vnb[cur][i],
-                      sm.acoustic[cur][i], sm.chain_b[cur][i], sm.chain_nb[cur][i]};
-  };
-  // How entry i's stay merges the extension of its prefix, entry p.
-  auto stay_merge = [&](int32_t p, int32_t i) {
-    return sm.node[cur][p] != 0 && sm.last[cur][p] == sm.last[cur][i] ? StayMerge::kFromBlank
-                                                                        : StayMerge::kFromAny;
-  };
-
-  // Special x of entry i = x / 2 (even: its stay, odd: its repeat extension) into sp_*[x], from
-  // the entry's links and l = log_probs[frame, last(i)]; true when it has a finite score.
-  auto make_special = [&](int32_t x, int32_t p, uint32_t children, double l, double l_blank) {
-    const int32_t i = x / 2;
-    const int32_t n = sm.node[cur][i];
-    const double pb = sm.pb[cur][i], vb = sm.vb[cur][i];
-    bool valid = false;
-    if (x % 2 == 0) {
-      StayMerge merge = StayMerge::kNone;
-      EntryProbs prefix{};
-      if (p >= 0) {
-        merge = stay_merge(p, i);
-        prefix = entry_probs(p);
-      }
-      const Stay stay = stay_of(entry_probs(i), n == 0, merge, prefix, l, l_blank);
-      valid = stay.score != -INFINITY;
-      sm.sp_score[x] = stay.score;
-      sm.sp_pb[x] = stay.pb;
-      sm.sp_pnb[x] = stay.pnb;
-      sm.sp_vb[x] = stay.vb;
-      sm.sp_vnb[x] = stay.vnb;
-      sm.sp_chain_b[x] = stay.chain_b;
-      // a new link continuing chain_parent, or the entry's own chain_nb
-      sm.sp_vnb_new[x] = stay.new_link;
-      sm.sp_chain_parent[x] = stay.chain_parent;
-    } else if (n != 0) {  // repeat: seq(i) + last(i), from pb only, unless already in the beam
-      bool merged = false;
-      for (uint32_t m = children; m != 0; m &= m - 1) {
-        merged |= sm.last[cur][__ffs(m) - 1] == sm.last[cur][i];
-      }
-      const double new_pnb = pb + l;
-      valid = !merged && new_pnb != -INFINITY;
-      sm.sp_score[x] = new_pnb;
-      sm.sp_pb[x] = -INFINITY;
-      sm.sp_pnb[x] = new_pnb;
-      sm.sp_vb[x] = -INFINITY;
-      sm.sp_vnb[x] = vb + l;
-      sm.sp_chain_b[x] = -1;
-      sm.sp_vnb_new[x] = true;
-      sm.sp_chain_parent[x] = sm.chain_b[cur][i];
-    }
-    if (!valid) sm.sp_score[x] = -INFINITY;  // invalid: below every ranked candidate
-    return valid;
-  };
-
-  // Candidate x: (score, source entry, extra token or -1 for a stay). Whether a beats b.
-  auto better = [&](double sa, int32_t ya, int32_t ea, double sb, int32_t yb, int32_t eb) {
-    if (sa != sb) return sa > sb;
-    if (ya == yb) return ea < eb;  // a stay (-1) first, then by token
-    return pools.seq_less(sm.node[cur][ya], ea, sm.node[cur][yb], eb);
-  };
-
-  // A run of blank frames from frame t, one (with a full beam, l_last in shared memory), taken
-  // by warp 0 alone, lane i = entry i (see the top of the file). Each frame loads the next
-  // one's inputs, then updates the stays; the run ends at the first frame that is not blank
-  // (or whose largest value is NaN or +inf: the main loop flags it), at len, or when a pool is
-  // full. Then the entries go to the next buffer ranked by score, as a blank frame would rank
-  // them, and sm.run_* say where the main loop resumes, with that frame's inputs loaded (lane j
-  // keeps word j in pre_w, as the main loop does). Skipped frames inside a run change nothing.
-  constexpr int kWordsPerLane = (kMaxTop + 31) / 32;
-  auto blank_run = [&](int32_t t, double l_blank) {
-    const int32_t i = lane;
-    const bool live = i < nb;
-    const int32_t y = live ? i : 0;  // lanes past the beam shadow entry 0 (every lane shuffles)
-    const int32_t node = sm.node[cur][y], last = sm.last[cur][y];
-    int32_t p;
-    uint32_t children;
-    link_entry(y, &p, &children);
-    const StayMerge merge = p >= 0 ? stay_merge(p, y) : StayMerge::kNone;
-    const int32_t src = p >= 0 ? p : y;  // the lane holding the prefix's values
-    EntryProbs e = entry_probs(y);
-    double l = sm.l_last[cur][y];
-    int32_t num_links = sm.num_links;
-    bool pool_full = false;
-    const T* lp = in.log_probs + row * in.stride_row;
-    // A frame's inputs for this lane: the blank's log-prob, the entry's last token's, and the
-    // frame's words lane + 32 k (1 past top_k: nothing to wait for).
-    struct FrameInputs {
-      float blank, l;
-      unsigned long long w[kWordsPerLane];
-    };
-    auto load_inputs = [&](int32_t v, FrameInputs& f) {
-      if (v >= len) return;
-      const T* frame_lp = lp + v * in.stride_frame;
-      f.blank = to_float(frame_lp[blank]);
-      f.l = node != 0 ? to_float(frame_lp[last]) : -INFINITY;
-#pragma unroll
-      for (int k = 0; k < kWordsPerLane; ++k) {
-        const int32_t j = lane + 32 * k;
-        f.w[k] = j < in.top_k ? load_relaxed(row_top + static_cast<int64_t>(v) * in.top_k + j) : 1;
-      }
-    };
-    unsigned long long w0 = 0, w1 = 0, my_word = 0;  // frame u's
-    float frame_blank = 0.0f;
-    bool take = true;  // frame u is blank (else skipped)
-    int32_t u = t;
-    // One frame: frame u + 1's inputs are in flight in `soon` while frame u is worked out, and
-    // frame u + 2's are requested into `later` (two frames ahead: a blank frame's work is
-    // shorter than a load from DRAM). Then u + 1 becomes u; false where the run ends there.
-    auto step = [&](FrameInputs& soon, FrameInputs& later) {
-      load_inputs(u + 2, later);
-      if (take) {
-        EntryProbs prefix;
-        prefix.pb = __shfl_sync(kFullWarpMask, e.pb, src);
-        prefix.pnb = __shfl_sync(kFullWarpMask, e.pnb, src);
-        prefix.vb = __shfl_sync(kFullWarpMask, e.vb, src);
-        prefix.vnb = __shfl_sync(kFullWarpMask, e.vnb, src);
-        prefix.acoustic = __shfl_sync(kFullWarpMask, e.acoustic, src);
-        prefix.chain_b = __shfl_sync(kFullWarpMask, e.chain_b, src);
-        prefix.chain_nb = __shfl_sync(kFullWarpMask, e.chain_nb, src);
-        const Stay stay = stay_of(e, node == 0, merge, prefix, l, l_blank);
-        const bool link = live && stay.new_link;
-        const unsigned links = __ballot_sync(kFullWarpMask, link);
-        int32_t chain_nb = stay.chain_parent;
-        if (link) {  // ids in lane order
-          chain_nb = num_links + __popc(links & ((1u << lane) - 1u));
-          if (chain_nb < pools.capacity) {
-            pools.link_frame[chain_nb] = frame0 + u;
-            pools.link_parent[chain_nb] = stay.chain_parent;
-          } else {
-            chain_nb = -1;
-          }
-        }
-        num_links += __popc(links);
-        pool_full |= num_links > pools.capacity;
-        e = EntryProbs{stay.pb, stay.pnb, stay.vb, stay.vnb, stay.score, stay.chain_b, chain_nb};
-      }
-      ++u;
-      if (u >= len || pool_full) return false;
-      for (;;) {  // frame u's words, as the main loop waits for them
-        bool missing = false;
-#pragma unroll
-        for (int k = 0; k < kWordsPerLane; ++k) missing |= soon.w[k] == 0;
-        if (!__any_sync(kFullWarpMask, missing)) break;
-        __nanosleep(64);
-#pragma unroll
-        for (int k = 0; k < kWordsPerLane; ++k) {
-          if (soon.w[k] == 0) {
-            soon.w[k] = load_relaxed(row_top + static_cast<int64_t>(u) * in.top_k + lane + 32 * k);
-          }
-        }
-      }
-      my_word = soon.w[0];
-      w0 = __shfl_sync(kFullWarpMask, my_word, 0);
-      w1 = __shfl_sync(kFullWarpMask, my_word, 1);
-      const float top0 = top_word_value<T>(w0);
-      const float top1 = in.top_k > 1 ? top_word_value<T>(w1) : -INFINITY;
-      if (isnan(top0) || top0 == INFINITY) return false;
-      frame_blank = soon.blank;
-      l_blank = frame_blank;
-      l = soon.l;
-      take = !(l_blank > in.skip_log_threshold);
-      if (!take) return true;
-      // the main loop's test, on the same values: its bar is the smallest acoustic + l[blank]
-      const double l_regular = top0 > frame_blank ? top0 : top1;
-      double lowest = live ? e.acoustic : INFINITY, best = live ? e.acoustic : -INFINITY;
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) {
-        lowest = fmin(lowest, __shfl_xor_sync(kFullWarpMask, lowest, offset));
-        best = fmax(best, __shfl_xor_sync(kFullWarpMask, best, offset));
-      }
-      return best + l_regular < lowest + l_blank;
-    };
-    FrameInputs a{}, b{};
-    load_inputs(t + 1, a);
-    while (step(a, b) && step(b, a)) {
-    }
-    // Rank the entries by score (better() only between equal scores) into the next buffer.
-    int32_t rank = 0;
-    bool tie = false;
-    for (int32_t k = 0; k < nb; ++k) {
-      const double score_k = __shfl_sync(kFullWarpMask, e.acoustic, k);
-      rank += score_k > e.acoustic;
-      tie |= score_k == e.acoustic && k != i;
-    }
-    if (__any_sync(kFullWarpMask, live && tie)) {
-      int32_t tied_rank = 0;
-      for (int32_t k = 0; k < nb; ++k) {
-        const double score_k = __shfl_sync(kFullWarpMask, e.acoustic, k);
-        if (live && tie && k != i) tied_rank += better(score_k, k, -1, e.acoustic, i, -1);
-      }
-      if (tie) rank = tied_rank;
-    }
-    const int nxt = cur ^ 1;
-    if (live) {
-      sm.pb[nxt][rank] = e.pb;
-      sm.pnb[nxt][rank] = e.pnb;
-      sm.vb[nxt][rank] = e.vb;
-      sm.vnb[nxt][rank] = e.vnb;
-      sm.acoustic[nxt][rank] = e.acoustic;
-      sm.l_last[nxt][rank] = l;
-      sm.node[nxt][rank] = node;
-      sm.last[nxt][rank] = last;
-      sm.parent_node[nxt][rank] = sm.parent_node[cur][i];
-      sm.depth[nxt][rank] = sm.depth[cur][i];
-      sm.chain_b[nxt][rank] = e.chain_b;
-      sm.chain_nb[nxt][rank] = e.chain_nb;
-    }
-    pre_w = has_word ? my_word : 0;
-    if (lane == 0) {
-      sm.num_links = num_links;
-      sm.run_pool_full = pool_full;  // not sm.status: the other warps may be reading it
-      sm.run_end = u;
-      sm.run_blank = frame_blank;
-      sm.run_w0 = w0;
-      sm.run_w1 = w1;
-    }
+  // blank_run from frame t, through a lambda: the compiler simplifies a lambda on its own before
+  // inlining it, which keeps the registers of the frame inputs (pre_*) where the tuned kernel
+  // has them; a direct call of the force-inlined function compiles to different SASS.
+  auto run_blank_frames = [&](int32_t t, double l_blank) {
+    blank_run(sm, in, pools, row_top, row, len, frame0, blank, cur, nb, lane, has_word, t, l_blank,
+              &pre_w);
   };
 
   for (int32_t t = 0; t < len && sm.status == 0; ++t) {
@@ -712,7 +864,7 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     // score (slot = rank, and an entry's acoustic is the score it was ranked by, also when
     // reloaded: lse(pb, pnb) recomputes it bit for bit), so its last entry gives the smallest
     // bound (addition is monotone) and its first the largest acoustic.
-    double bar = -INFINITY, best = -INFINITY;
+    double best = -INFINITY, bar = -INFINITY;
     if (nb == beam) {
       bar = sm.acoustic[cur][nb - 1] + l_blank;
       best = sm.acoustic[cur][0];
@@ -723,7 +875,7 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     if (best + l_regular < bar && l_last_frame == t) {
       // A blank frame: warp 0 takes the run of them from here, and the CTA resumes where it
       // ends (with the frame's inputs that warp 0 loaded: words beyond a warp are re-read).
-      if (warp == 0) blank_run(t, l_blank);
+      if (warp == 0) run_blank_frames(t, l_blank);
       __syncthreads();
       cur ^= 1;
       consumed = sm.run_end;
@@ -751,7 +903,7 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
       if (l_last_frame != t) {  // a frame after skipped frames
         sm.l_last[cur][i] = last_log_prob(row_lp, sm.node[cur][i], sm.last[cur][i]);
       }
-      link_entry(i, &sm.parent_idx[i], &sm.children[i]);
+      link_entry(sm, cur, nb, i, &sm.parent_idx[i], &sm.children[i]);
     }
     if (tid == 0) sm.num_valid = 0;
     __syncthreads();
@@ -760,49 +912,12 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     // Specials: the stay and the repeat extension of each entry.
     if (tid < 2 * nb) {
       const int32_t i = tid / 2;
-      const bool valid =
-          make_special(tid, sm.parent_idx[i], sm.children[i], sm.l_last[cur][i], l_blank);
+      const bool valid = make_special(sm, cur, tid, sm.parent_idx[i], sm.children[i],
+                                      sm.l_last[cur][i], l_blank);
       if (valid) atomicAdd(&sm.num_valid, 1);
     }
 
-    // L_y, one warp per entry: the first `beam` tokens of the frame's order that are not the
-    // blank, not last(y), not the last token of a child of y in the beam, with l > -inf,
-    // whose extension scores at least the bar (the order is by l: once below, all later are).
-    for (int32_t y = warp; y < nb; y += kWarps) {
-      const int32_t last_y = sm.node[cur][y] != 0 ? sm.last[cur][y] : -1;
-      const double base = sm.acoustic[cur][y];
-      int32_t count = 0;
-      bool below = false;
-      for (int32_t j0 = 0; j0 < in.top_k && count < beam && !below; j0 += 32) {
-        const int32_t j = j0 + lane;
-        bool ok = false;
-        int32_t c = -1;
-        double l = -INFINITY;
-        if (j < in.top_k) {
-          c = sm.top_id[j];
-          l = sm.top_l[j];
-          ok = base + l >= bar && c != blank && c != last_y && l != -INFINITY;
-          for (uint32_t m = ok ? sm.children[y] : 0u; m != 0; m &= m - 1) {
-            ok &= sm.last[cur][__ffs(m) - 1] != c;
-          }
-        }
-        below = __any_sync(0xffffffffu, j < in.top_k && !(base + l >= bar));
-        const unsigned ballot = __ballot_sync(0xffffffffu, ok);
-        const int32_t pos = count + __popc(ballot & ((1u << lane) - 1u));
-        if (ok && pos < beam) {
-          sm.ext_score[y][pos] = base + l;
-          sm.ext_l[y][pos] = l;
-          sm.ext_token[y][pos] = c;
-        }
-        count += __popc(ballot);
-      }
-      const int32_t len_y = count < beam ? count : beam;
-      if (lane == 0) {
-        sm.ext_len[y] = len_y;
-        atomicAdd(&sm.num_valid, len_y);
-      }
-      if (lane >= len_y && lane < list_span) sm.ext_score[y][lane] = -INFINITY;  // see ranking
-    }
+    extension_lists(sm, in, cur, nb, beam, blank, bar, list_span, warp);
     __syncthreads();
     // The next beam's size (read here: tid 0 resets the count in the next frame, after the
     // barrier below).
@@ -835,9 +950,9 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
                                ? to_float(row_lp[in.stride_frame + next_token])
                                : -INFINITY;
       // Scores decide the rank, except between equal scores (distinct sequences of equal
-      // probability: rare), where `better` breaks the tie. So count the larger scores first,
-      // in loops without branches or early exits, and redo the count with `better` only when
-      // another candidate's score equals x's. An invalid special's score is -inf here.
+      // probability: rare), where candidate_better breaks the tie. So count the larger scores
+      // first, in loops without branches or early exits, and redo the count (rank_with_ties)
+      // only when another candidate's score equals x's. An invalid special's score is -inf here.
       int32_t rank = list_pos >= 0 ? list_pos : 0;  // L_y is sorted: its first list_pos beat x
       bool tie = false;
       for (int32_t z = 0; z < num_special; ++z) {
@@ -875,25 +990,8 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
         }
       }
       if (tie) {
-        rank = list_pos >= 0 ? list_pos : 0;
-        for (int32_t z = 0; z < num_special && rank < beam; ++z) {
-          if (z == x || sm.sp_score[z] == -INFINITY) continue;
-          const int32_t ez = z % 2 == 0 ? -1 : sm.last[cur][z / 2];
-          rank += better(sm.sp_score[z], z / 2, ez, score, y, e);
-        }
-        for (int32_t w = 0; w < num_lists && rank < beam; ++w) {
-          if (w == y && list_pos >= 0) continue;
-          int32_t lo = 0, hi = sm.ext_len[w];  // L_w[j] beats x exactly for j < lo
-          while (lo < hi) {
-            const int32_t mid = (lo + hi) / 2;
-            if (better(sm.ext_score[w][mid], w, sm.ext_token[w][mid], score, y, e)) {
-              lo = mid + 1;
-            } else {
-              hi = mid;
-            }
-          }
-          rank += lo;
-        }
+        rank = rank_with_ties(sm, cur, pools, x, score, y, e, list_pos, num_special, num_lists,
+                              beam);
       }
       if (rank >= beam) continue;
 
@@ -966,23 +1064,7 @@ OASR_DEVICE int32_t ctc_beam_advance_row(const BeamState& st, const BeamChunk<T>
     l_last_frame = t + 1;
   }
 
-  // Store the state back.
-  if (tid < beam) {
-    probs[tid] = sm.pb[cur][tid];
-    probs[beam + tid] = sm.pnb[cur][tid];
-    probs[2 * beam + tid] = sm.vb[cur][tid];
-    probs[3 * beam + tid] = sm.vnb[cur][tid];
-    entries[tid] = sm.node[cur][tid];
-    entries[beam + tid] = sm.chain_b[cur][tid];
-    entries[2 * beam + tid] = sm.chain_nb[cur][tid];
-  }
-  if (tid == 0) {
-    counters[kNumEntries] = nb;
-    counters[kNumNodes] = sm.num_nodes < pools.capacity ? sm.num_nodes : pools.capacity;
-    counters[kNumLinks] = sm.num_links < pools.capacity ? sm.num_links : pools.capacity;
-    counters[kNumFrames] = frame0 + len;
-    counters[kStatus] = sm.status;
-  }
+  store_stream(sm, cur, nb, pools, counters, probs, entries, frame0 + len, beam);
   return consumed;
 }
 
