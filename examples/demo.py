@@ -160,8 +160,8 @@ def decoder_family(has_gpu: bool) -> None:
         print("[demo] no GPU: GPU decoders skipped")
         return
     batch = log_probs[None].cuda()  # [B = 1, T, V]
-    gpu_beam = dec.ctc_beam_search_decode(batch, beam_size=8, nbest=2).to_hypotheses()[0]
-    gpu_greedy = dec.ctc_greedy_decode(batch).to_hypotheses()[0][0]
+    gpu_beam = dec.ctc_prefix_beam_search(batch, beam_size=8, nbest=2).to_hypotheses()[0]
+    gpu_greedy = dec.ctc_greedy_search(batch).to_hypotheses()[0][0]
     assert [(h.tokens, h.frames) for h in gpu_beam] == [(h.tokens, h.frames) for h in beam]
     assert gpu_greedy == greedy
     print(f"[demo] decoder (GPU): the same n-best as the CPU: {[text(h.tokens) for h in gpu_beam]}")

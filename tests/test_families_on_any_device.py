@@ -122,7 +122,7 @@ def test_mixed_devices_raise():
         oasr_norm.layer_norm(x, weight)
     log_probs = torch.randn(2, 5, 7, device="cuda:1").log_softmax(-1)
     with pytest.raises(ValueError, match="one device"):
-        oasr_decoder.ctc_beam_search_decode(log_probs, torch.tensor([5, 5], device="cuda:0"))
+        oasr_decoder.ctc_prefix_beam_search(log_probs, torch.tensor([5, 5], device="cuda:0"))
 
 
 def _ops_without_bench_cases(device: torch.device) -> dict:
