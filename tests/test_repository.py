@@ -198,7 +198,7 @@ def test_no_development_history_in_the_product():
     """Docs, code and data describe the library as it is; history is `git log`."""
     # "sNN" as a run number (h200_norm_s21.json, "(s30)"); s80 / s90 are architecture tags (the
     # sm80 lane's config names, "s80_t64x64x64_w32x32_s4")
-    pattern = re.compile(r"session [0-9]|\bs(?!80\b|90\b)[0-9]{2}[a-z]?\b", re.I)
+    pattern = re.compile(r"session [0-9]|(\b|_)s(?!80\b|90\b)[0-9]{2}[a-z]?\b", re.I)
     offenders = []
     for path in _product_files():
         if path.suffix not in _TEXT_SUFFIXES:
