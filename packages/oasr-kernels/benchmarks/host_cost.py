@@ -3,7 +3,7 @@ with no synchronization, so the time per call is the host's (Python checks, allo
 call, the launch) wherever the GPU work is shorter. A CUDA graph replay removes this cost; the
 `oasr bench` tables time the GPU and do not show it.
 
-    python packages/oasr/benchmarks/host_cost.py [--json FILE]
+    python packages/oasr-kernels/benchmarks/host_cost.py [--json FILE]
 
 Each op is checked against its peer first, then both are timed interleaved (5 rounds of 2000
 calls, the median round). Ops built on first call (JIT) are built before timing.
