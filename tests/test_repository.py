@@ -34,6 +34,16 @@ def test_each_package_is_a_distribution(pkg):
         assert "oasr-jit" in deps, f"{pkg.name} must depend on oasr-jit"
 
 
+def test_bench_extras_declare_the_peers_their_benches_import():
+    """`oasr bench decoder --filter cpu` times pyctcdecode (numpy for its input): the decoder's
+    `bench` extra installs them, and its doc says so."""
+    meta = tomllib.loads((ROOT / "packages" / "oasr-decoder" / "pyproject.toml").read_text())
+    bench = meta["project"]["optional-dependencies"]["bench"]
+    names = {re.split(r"[<>=\[ ]", req, maxsplit=1)[0] for req in bench}
+    assert {"numpy", "pyctcdecode"} <= names, bench
+    assert "oasr-decoder[bench]" in (ROOT / "docs" / "decoder.md").read_text()
+
+
 def test_docs_exist():
     for page in ("architecture.md", "jit.md"):
         assert (ROOT / "docs" / page).is_file()

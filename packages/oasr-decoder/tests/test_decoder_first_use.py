@@ -1,23 +1,18 @@
 """What a new user meets first (CPU, no GPU): raw logits warned about, a frame with no finite
-log-prob refused the same way by every decoder, errors that name the argument as given, the
-``bench`` extra, and docstrings that ``help()`` can show."""
+log-prob refused the same way by every decoder, errors that name the argument as given, and
+docstrings that ``help()`` can show. (The ``bench`` extra is a checkout test: tests/.)"""
 
 from __future__ import annotations
 
 import inspect
 import math
-import tomllib
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
 
 import oasr_decoder as dec
 from oasr_decoder._family import OPS
-
-PACKAGE = Path(__file__).resolve().parents[1]
-REPO = PACKAGE.parents[1]
 
 
 def _log_probs(*shape, seed=0):
@@ -89,14 +84,6 @@ def test_batch_errors_name_the_utterance():
     lp[2, 1, 0] = math.inf
     with pytest.raises(ValueError, match=r"log_probs\[2\] has NaN or \+inf at frame 1"):
         dec.ctc_greedy_search(lp)
-
-
-def test_bench_extra_declares_what_the_cpu_bench_imports():
-    project = tomllib.loads((PACKAGE / "pyproject.toml").read_text())["project"]
-    bench = project["optional-dependencies"]["bench"]
-    names = {req.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip() for req in bench}
-    assert {"numpy", "pyctcdecode"} <= names, bench
-    assert "oasr-decoder[bench]" in (REPO / "docs" / "decoder.md").read_text()
 
 
 def _public_callables():
