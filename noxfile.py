@@ -10,6 +10,7 @@ CPU environments pin the CPU build of torch (``TORCH_CPU``), so pip never pulls 
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -25,7 +26,6 @@ except ModuleNotFoundError:  # Python 3.10
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / "packages"
 TORCH_CPU = "torch==2.13.0"
-CUTLASS = "nvidia-cutlass==4.2.0.0"
 TEST_TOOLS = ("pytest>=8", "numpy")
 #: The architectures a family's `<family>-sm<NN>` session compiles for.
 FAMILY_ARCHS = {"90": "9.0a"}
@@ -48,6 +48,24 @@ def _local_packages() -> list[Path]:
     return sorted(found, key=lambda p: (p.name != "oasr-jit", p.name == "oasr-kernels", p.name))
 
 
+def _with_local_dependencies(packages: tuple[Path, ...]) -> list[Path]:
+    """The packages and the local packages they depend on (oasr-gemm: oasr-cutlass), which pip
+    cannot find on the package index: nothing of OASR is published yet."""
+    local = {p.name: p for p in _local_packages()}
+    out, todo = [], list(packages)
+    while todo:
+        pkg = todo.pop(0)
+        if pkg in out:
+            continue
+        out.append(pkg)
+        meta = tomllib.loads((pkg / "pyproject.toml").read_text())
+        for req in meta["project"].get("dependencies", []):
+            name = re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0]
+            if name in local:
+                todo.append(local[name])
+    return out
+
+
 def _families() -> dict[str, Path]:
     """Families registered in the repository: entry point name -> package directory."""
     out = {}
@@ -60,10 +78,12 @@ def _families() -> dict[str, Path]:
 
 
 def _install(session: nox.Session, *packages: Path, extra: tuple[str, ...] = ()) -> None:
-    """Install torch (CPU), CUTLASS headers, test tools and the given local packages (editable).
+    """Install torch (CPU), test tools and the given local packages (editable) with the local
+    packages they depend on; everything else comes from their declared dependencies.
 
     With --no-venv nothing is installed: the current interpreter must already have them (on the
     GPU machine, `bash .device/setup.sh` does that); we only check that they import."""
+    packages = tuple(_with_local_dependencies(packages))
     if _no_venv(session):
         modules = ["pytest", "tvm_ffi", "oasr_jit"] + [
             p.name.replace("-", "_") for p in packages if p.name not in ("oasr-jit",)
@@ -72,8 +92,6 @@ def _install(session: nox.Session, *packages: Path, extra: tuple[str, ...] = ())
         session.run(_python(session), "-c", code, silent=True)
         return
     session.install(TORCH_CPU, *TEST_TOOLS, *extra)
-    # The CUTLASS headers only: the wheel's Python deps (cuda-python, ...) are not needed.
-    session.install("--no-deps", CUTLASS)
     args = []
     for pkg in packages:
         args += ["-e", str(pkg)]
@@ -118,10 +136,29 @@ def demo(session: nox.Session) -> None:
     session.run(_python(session), str(ROOT / "examples" / "demo.py"))
 
 
+FIRST_CUTLASS_BUILD = """
+import sys, tempfile
+from pathlib import Path
+import oasr_jit
+from oasr_jit import env
+info = env.require_cutlass()
+assert info.source == "oasr-cutlass" and sys.argv[1] in str(info.include_dirs[0]), info
+src = Path(tempfile.mkdtemp()) / "first_cutlass.cu"
+src.write_text(
+    "#include <cute/tensor.hpp>\\n#include <cutlass/version.h>\\n"
+    "#include <cutlass/util/packed_stride.hpp>\\n"
+    "__global__ void k(cutlass::half_t* x) { x[0] = cutlass::half_t(CUTLASS_MAJOR); }\\n"
+)
+oasr_jit.gen_jit_spec("wheels_first_cutlass", [src], use_cutlass=True).build()
+print(f"CUTLASS {info.version} from {info.source}: a CUTLASS unit compiled for sm_90a")
+"""
+
+
 @nox.session
 def wheels(session: nox.Session) -> None:
-    """Build every wheel into dist/, install them (not editable) into a clean env, run the tests
-    from them. Afterwards `pip install --find-links dist oasr-kernels` installs from dist/."""
+    """Build every wheel into dist/, install them (not editable) into a clean env as a user does
+    (`pip install --find-links dist oasr-kernels`), compile a CUTLASS unit against the installed
+    oasr-cutlass headers (no GPU), run the tests from the wheels."""
     dist = ROOT / "dist"
     shutil.rmtree(dist, ignore_errors=True)
     dist.mkdir()
@@ -146,12 +183,22 @@ def wheels(session: nox.Session) -> None:
             session.run("python", "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(pkg),
                         silent=True)  # fmt: skip
         session.install(TORCH_CPU, *TEST_TOOLS)
-        session.install("--no-deps", CUTLASS)
-        session.install(*map(str, sorted(dist.glob("*.whl"))))
+        # As a user would: the metapackage by name; every other wheel (oasr-cutlass through
+        # oasr-gemm) comes as a declared dependency.
+        session.install("--find-links", str(dist), "oasr-kernels")
         python = "python"
         installed_under = "site-packages"
-    check = f"import oasr_jit; assert {installed_under!r} in oasr_jit.__file__, oasr_jit.__file__"
+    names = [p.name for p in packages]
+    check = (
+        "import importlib.metadata as m, oasr_jit; "
+        f"assert {installed_under!r} in oasr_jit.__file__, oasr_jit.__file__; "
+        f"[m.distribution(n) for n in {names!r}]"
+    )
     session.run(python, "-c", check, env=env, silent=True)
+    # The first CUTLASS build (compile only): the headers come from the installed oasr-cutlass.
+    jit_dir = tempfile.mkdtemp(prefix="oasr-wheels-jit-")
+    session.run(python, "-c", FIRST_CUTLASS_BUILD, installed_under,
+                env={**env, "OASR_JIT_DIR": jit_dir, "OASR_CUDA_ARCH_LIST": "9.0a"})  # fmt: skip
     # Each package's tests run from a copy outside the repository: only the wheel is importable.
     for pkg in packages:
         if not (pkg / "tests").is_dir():

@@ -10,6 +10,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
+#: CUTLASS's headers, not a family: no oasr-jit dependency, and its source/ (an editable
+#: install's git-ignored copy of CUTLASS) is not OASR's code
+CUTLASS_PACKAGE = ROOT / "packages" / "oasr-cutlass"
+CUTLASS_COPY = CUTLASS_PACKAGE / "src" / "oasr_cutlass" / "source"
 
 
 def test_ci_runs_the_readme_test_command():
@@ -29,7 +33,7 @@ def test_each_package_is_a_distribution(pkg):
     for doc in ("README.md", "CHANGELOG.md"):
         assert (pkg / doc).is_file() and (pkg / doc).read_text().strip(), f"{pkg.name}/{doc}"
     assert meta["project"]["version"] in (pkg / "CHANGELOG.md").read_text()
-    if pkg.name != "oasr-jit":
+    if pkg.name not in ("oasr-jit", CUTLASS_PACKAGE.name):
         deps = " ".join(meta["project"].get("dependencies", []))
         assert "oasr-jit" in deps, f"{pkg.name} must depend on oasr-jit"
 
@@ -54,7 +58,8 @@ def _device_sources():
     for pkg in PACKAGES:
         for path in (pkg / "src").rglob("*"):
             if path.suffix in (".cu", ".cuh", ".h", ".hpp", ".inc", ".jinja"):
-                yield path
+                if not path.is_relative_to(CUTLASS_COPY):
+                    yield path
 
 
 def test_no_assert_in_device_code():
@@ -199,7 +204,9 @@ def _product_files():
     for top in _PRODUCT_DIRS:
         for path in (ROOT / top).rglob("*"):
             parts = path.relative_to(ROOT).parts
-            if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in parts):
+            if path.is_relative_to(CUTLASS_COPY) or not path.is_file():
+                continue
+            if not any(p.startswith(".") or p == "__pycache__" for p in parts):
                 yield path
     yield ROOT / "README.md"
 
@@ -279,3 +286,21 @@ def test_benchmark_probes_compile_against_head(path, tmp_path):
     includes = [f"-I{p}" for p in ROOT.glob("packages/*/src/*/include")]
     cmd = [nvcc, "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", *includes]
     subprocess.run([*cmd, "-c", str(path), "-o", str(tmp_path / "probe.o")], check=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the CUTLASS release: one in oasr-cutlass, which oasr-gemm pins
+
+
+def test_the_cutlass_release_agrees_everywhere():
+    """oasr-cutlass's version is the CUTLASS release: its __version__, the nvidia-cutlass wheel
+    its build copies from, and oasr-gemm's pin all name it (hatch_build.py checks the headers)."""
+    meta = tomllib.loads((CUTLASS_PACKAGE / "pyproject.toml").read_text())
+    version = meta["project"]["version"]
+    assert meta["project"]["dependencies"] == [], "oasr-cutlass is headers only"
+    assert f"nvidia-cutlass=={version}.0" in meta["build-system"]["requires"]
+    init = (CUTLASS_PACKAGE / "src" / "oasr_cutlass" / "__init__.py").read_text()
+    assert f'__version__ = "{version}"' in init
+    gemm = tomllib.loads((ROOT / "packages" / "oasr-gemm" / "pyproject.toml").read_text())
+    assert f"oasr-cutlass=={version}" in gemm["project"]["dependencies"]
+    assert "oasr.families" not in meta["project"].get("entry-points", {}), "not a family"

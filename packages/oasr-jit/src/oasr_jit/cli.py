@@ -122,7 +122,7 @@ def cmd_doctor(args) -> int:
     if cutlass:
         rows.append(("CUTLASS", f"{cutlass.version} (from {cutlass.source})"))
     else:
-        rows.append(("CUTLASS", f"not found ({error or 'pip install nvidia-cutlass'})"))
+        rows.append(("CUTLASS", f"not found ({error or env.CUTLASS_FIX})"))
 
     root = env.jit_dir()
     entries = inventory()

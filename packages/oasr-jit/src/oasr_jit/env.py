@@ -118,7 +118,7 @@ def tvm_ffi_info() -> TvmFfiInfo:
 
 class CutlassInfo(NamedTuple):
     version: str  # "4.2.0", read from cutlass/version.h
-    source: str  # where it came from: OASR_CUTLASS_DIR / third_party/cutlass / nvidia-cutlass
+    source: str  # where it came from: OASR_CUTLASS_DIR / oasr-cutlass / nvidia-cutlass wheel
     include_dirs: tuple[Path, ...]
 
 
@@ -143,17 +143,12 @@ def _cutlass_from_checkout(root: Path, source: str) -> CutlassInfo | None:
     return CutlassInfo(_cutlass_version(include), source, tuple(d.resolve() for d in dirs))
 
 
-def repository_root() -> Path | None:
-    """The monorepo checkout this package sits in, if it is an editable install of one."""
-    for parent in PACKAGE_DIR.parents:
-        if (parent / "packages" / "oasr-jit").is_dir() and (parent / "noxfile.py").is_file():
-            return parent
-    return None
-
-
 def cutlass_info() -> CutlassInfo | None:
-    """CUTLASS headers: ``$OASR_CUTLASS_DIR``, else ``third_party/cutlass`` of the checkout, else
-    the ``nvidia-cutlass`` wheel (``cutlass_library/source``). ``None`` when none is present."""
+    """CUTLASS headers: ``$OASR_CUTLASS_DIR``, else the ``oasr-cutlass`` package, else the
+    ``nvidia-cutlass`` wheel (``cutlass_library/source``). ``None`` when none is present.
+
+    Each gives ``include/`` then ``tools/util/include/``, and the version from
+    ``cutlass/version.h``, so the same release keys the same whichever source holds it."""
     override = os.environ.get("OASR_CUTLASS_DIR")
     if override:
         info = _cutlass_from_checkout(Path(override).expanduser(), "OASR_CUTLASS_DIR")
@@ -161,14 +156,15 @@ def cutlass_info() -> CutlassInfo | None:
             raise RuntimeError(
                 f"OASR_CUTLASS_DIR={override} is not a CUTLASS checkout (no "
                 "include/cutlass/version.h under it): point it at one, or unset it to use the "
-                "nvidia-cutlass wheel"
+                "oasr-cutlass package"
             )
         return info
-    repo = repository_root()
-    if repo is not None:
-        info = _cutlass_from_checkout(repo / "third_party" / "cutlass", "third_party/cutlass")
-        if info is not None:
-            return info
+    if importlib.util.find_spec("oasr_cutlass") is not None:
+        import oasr_cutlass  # a few lines, no dependencies
+
+        dirs = oasr_cutlass.include_dirs()  # RuntimeError naming the fix when it is broken
+        version = _cutlass_version(dirs[0])
+        return CutlassInfo(version, "oasr-cutlass", tuple(d.resolve() for d in dirs))
     spec = importlib.util.find_spec("cutlass_library")
     if spec is not None and spec.submodule_search_locations:
         source_root = Path(next(iter(spec.submodule_search_locations))) / "source"
@@ -180,8 +176,8 @@ def cutlass_info() -> CutlassInfo | None:
 
 #: how to get CUTLASS's headers
 CUTLASS_FIX = (
-    "`pip install nvidia-cutlass` (or `pip install oasr-jit[cutlass]`), or point "
-    "OASR_CUTLASS_DIR at a CUTLASS checkout, or clone one into third_party/cutlass"
+    "`pip install oasr-cutlass` (from a checkout: `pip install ./packages/oasr-cutlass`), or "
+    "point OASR_CUTLASS_DIR at a CUTLASS checkout"
 )
 
 
