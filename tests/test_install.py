@@ -1,6 +1,7 @@
 """The README's Install section, run as a new user would: a clean virtualenv with the CPU build
 of torch, the README's commands from this checkout, then a first call of a host-only op (the CPU
-CTC decoder, compiled on first use) through the family and through the metapackage."""
+CTC decoder, compiled on first use) through the family and through the metapackage, and
+CUTLASS's headers found in the installed oasr-cutlass."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ FIRST_CALL = """
     print("first call ok")
 """
 
+NO_CUTLASS_YET = """
+    from oasr_jit import env
+    assert env.cutlass_info() is None, env.cutlass_info()
+    print("no cutlass")
+"""
+
+CUTLASS_FROM_THE_PACKAGE = """
+    import sys
+    from pathlib import Path
+    from oasr_jit import env
+    info = env.require_cutlass()
+    assert info.source == "oasr-cutlass", info
+    prefix = Path(sys.prefix).resolve()
+    assert all(d.is_relative_to(prefix) for d in info.include_dirs), (prefix, info)
+    assert (info.include_dirs[0] / "cute" / "tensor.hpp").is_file()
+    print("cutlass", info.version)
+"""
+
 METAPACKAGE_CALL = """
     import pydoc, torch, oasr
     text = pydoc.render_doc(oasr, renderer=pydoc.plaintext)
@@ -68,5 +87,8 @@ def test_the_readme_install_section_works_in_a_clean_virtualenv(tmp_path):
     first, everything = (c.replace("python3", python, 1).split() for c in commands)
     run(*first)
     assert "first call ok" in run(code=FIRST_CALL)
+    assert "no cutlass" in run(code=NO_CUTLASS_YET), "one family pulls only what it needs"
     run(*everything)
     assert "metapackage ok" in run(code=METAPACKAGE_CALL)
+    # oasr-gemm's headers come with it: oasr-cutlass, installed in the virtualenv
+    assert "cutlass 4.2.0" in run(code=CUTLASS_FROM_THE_PACKAGE)
