@@ -77,6 +77,12 @@ def _families() -> dict[str, Path]:
     return out
 
 
+def _import_name(pkg: Path) -> str:
+    """What the package's wheel holds (oasr-kernels: oasr)."""
+    meta = tomllib.loads((pkg / "pyproject.toml").read_text())
+    return Path(meta["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"][0]).name
+
+
 def _install(session: nox.Session, *packages: Path, extra: tuple[str, ...] = ()) -> None:
     """Install torch (CPU), test tools and the given local packages (editable) with the local
     packages they depend on; everything else comes from their declared dependencies.
@@ -85,9 +91,7 @@ def _install(session: nox.Session, *packages: Path, extra: tuple[str, ...] = ())
     GPU machine, `bash .device/setup.sh` does that); we only check that they import."""
     packages = tuple(_with_local_dependencies(packages))
     if _no_venv(session):
-        modules = ["pytest", "tvm_ffi", "oasr_jit"] + [
-            p.name.replace("-", "_") for p in packages if p.name not in ("oasr-jit",)
-        ]
+        modules = ["pytest", "tvm_ffi"] + [_import_name(p) for p in packages]
         code = "; ".join(f"import {m}" for m in modules)
         session.run(_python(session), "-c", code, silent=True)
         return
