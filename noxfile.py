@@ -192,7 +192,7 @@ def wheels(session: nox.Session) -> None:
         session.install("--find-links", str(dist), "oasr-kernels")
         python = "python"
         installed_under = "site-packages"
-    names = [p.name for p in packages]
+    names = [p.name for p in packages]  # every wheel was installed
     check = (
         "import importlib.metadata as m, oasr_jit; "
         f"assert {installed_under!r} in oasr_jit.__file__, oasr_jit.__file__; "

@@ -120,7 +120,8 @@ def cmd_doctor(args) -> int:
     problems += tvm is None
     cutlass, error = _probe(env.cutlass_info)
     if cutlass:
-        rows.append(("CUTLASS", f"{cutlass.version} (from {cutlass.source})"))
+        source = f"{cutlass.source}, {cutlass.include_dirs[0]}"
+        rows.append(("CUTLASS", f"{cutlass.version} (from {source})"))
     else:
         rows.append(("CUTLASS", f"not found ({error or env.CUTLASS_FIX})"))
 
