@@ -11,7 +11,7 @@ import torch
 
 from oasr_gemm import configs, selection
 from oasr_gemm.configs import GemmConfig
-from oasr_jit import tuning
+from oasr_jit import parse_arch, tuning
 
 SMALL = GemmConfig(64, 128, 64, 1, 1, "pingpong")
 WIDE = GemmConfig(128, 256, 64, 1, 1, "cooperative")
@@ -41,6 +41,7 @@ def tiers(tmp_path, monkeypatch):
     monkeypatch.setenv("OASR_TUNE_USER_DB", str(user))
     monkeypatch.delenv("OASR_GEMM_HEURISTIC", raising=False)
     monkeypatch.setattr(selection._db, "system_dir", system)
+    monkeypatch.setattr(selection, "_arch", parse_arch("9.0a"))
     monkeypatch.setattr(selection, "GEMM_MIN_ROWS", 1)  # the tiers alone; the rule has its test
     tuning.reload()
     selection.reset_counts()
