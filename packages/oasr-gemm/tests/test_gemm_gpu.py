@@ -17,7 +17,7 @@ pytestmark = skip_unless_gpu()
 
 #: the GPU's architecture, whose production configs are tested (sm_90's where there is no GPU:
 #: collection only, every test is skipped)
-ARCH = "%d.%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() else "9.0a"
+ARCH = "{}.{}".format(*torch.cuda.get_device_capability()) if torch.cuda.is_available() else "9.0a"
 
 DTYPES = [torch.float16, torch.bfloat16]
 # (M, N, K): odd and tiny M, K residues of the 64-wide tile, N at the 8-element edge, ASR sizes

@@ -97,7 +97,9 @@ def test_entries_round_trip_into_the_selection(tmp_path, monkeypatch):
 
     sig = ("gemm", "fp16", 512, 256)
     ladder = (64, 256, 1024, 4096)
-    entries = tune.build_entries([sig], configs.production_configs("9.0a"), measure, ladder, as_half=True)
+    entries = tune.build_entries(
+        [sig], configs.production_configs("9.0a"), measure, ladder, as_half=True
+    )
     key = "gemm|op=gemm|dt=half|N=512|K=256"  # serves bf16 too
     assert entries[key]["regions"] == [[256, SMALL.id], [1024, "torch"], [4096, "default"]]
     assert entries[key]["evidence"]["M=64"][SMALL.id] == 5.0

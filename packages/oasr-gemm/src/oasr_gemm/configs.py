@@ -441,9 +441,8 @@ def production_configs(arch) -> tuple:
 
 production_configs.cache_clear = _production_configs.cache_clear  # tests re-read the file
 
+
 def tuning_configs(arch="9.0a") -> list:
     """The configs of tuning modules on ``arch``: those it builds that are not production."""
     production = set(production_configs(arch))
-    return [
-        c for c in all_configs() if c not in production and arch_reject_reason(c, arch) is None
-    ]
+    return [c for c in all_configs() if c not in production and arch_reject_reason(c, arch) is None]
