@@ -1,9 +1,8 @@
 """Compile-only check for every architecture the family serves besides sm_90a (which
 test_norm_compile.py builds and links): one variant of the row-norm template (fp32, the
 cheapest of its dtypes; row_norm.cu, its launcher, holds no kernel), the channel norms and the
-activations, each
-unit compiled once into an object holding sm_80, sm_86, sm_89, sm_100a and sm_120a cubins
-(nvcc, no GPU, no link). softmax.cu is left to the sm_90a build (about 3 minutes for these five
+activations, each unit compiled once into an object holding sm_80, sm_86, sm_89, sm_100a and
+sm_120a cubins (nvcc, no GPU, no link). softmax.cu is left to the sm_90a build (about 3 minutes for these five
 architectures): its kernels, oasr/common/softmax.cuh, are compiled for them by the GEMM
 family's row pass (test_gemm_compile_archs.py)."""
 
