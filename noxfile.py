@@ -27,8 +27,20 @@ ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / "packages"
 TORCH_CPU = "torch==2.13.0"
 TEST_TOOLS = ("pytest>=8", "numpy")
-#: The architectures a family's `<family>-sm<NN>` session compiles for.
-FAMILY_ARCHS = {"90": "9.0a"}
+#: The architectures a family's `<family>-sm<NN>` session compiles for: sm<NN> -> the
+#: OASR_CUDA_ARCH_LIST form (from 9.0 on the architecture-specific ``a`` target, as oasr_jit.arch
+#: builds it). A100 / A10 / L40S, H100 / H200, B200, RTX 50xx.
+FAMILY_ARCHS = {
+    "80": "8.0",
+    "86": "8.6",
+    "89": "8.9",
+    "90": "9.0a",
+    "100": "10.0a",
+    "120": "12.0a",
+}
+#: `<family>-sm<NN>` posargs that go to `oasr jit prebuild` (with their value); the rest go to
+#: pytest: ``nox -s gemm-sm120 -- --filter oasr_gemm_fp16 -x``
+PREBUILD_OPTIONS = ("--filter", "--module", "--jobs")
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = False
@@ -222,32 +234,40 @@ def _family_session(name: str, pkg: Path) -> None:
     family.__doc__ = f"The {name} family's tests (CPU; GPU tests too where a GPU is present)."
 
 
+def _split_prebuild_args(posargs: list[str]) -> tuple[list[str], list[str]]:
+    """(the `oasr jit prebuild` options among ``posargs``, the rest: pytest's)."""
+    prebuild, rest = [], []
+    args = iter(posargs)
+    for arg in args:
+        if arg in PREBUILD_OPTIONS:
+            prebuild += [arg, next(args, "")]
+        elif arg.split("=", 1)[0] in PREBUILD_OPTIONS:
+            prebuild.append(arg)
+        else:
+            rest.append(arg)
+    return prebuild, rest
+
+
 def _family_arch_session(name: str, pkg: Path, sm: str, arch: str) -> None:
     @nox.session(name=f"{name}-sm{sm}")
     def family_arch(session: nox.Session) -> None:
         _install(session, PACKAGES / "oasr-jit", pkg)
-        session.run(
-            _python(session),
-            "-m",
-            "oasr_jit.cli",
-            "jit",
-            "prebuild",
-            "--family",
-            name,
-            "--arch",
-            arch,
-        )
+        prebuild, pytest_args = _split_prebuild_args(list(session.posargs))
+        session.run(_python(session), "-m", "oasr_jit.cli", "jit", "prebuild", "--family", name,
+                    "--arch", arch, *prebuild)  # fmt: skip
         if not _gpu_matches(session, sm):
             session.log(
                 f"GPU tests of {name} SKIPPED: no sm_{sm} GPU on this machine "
-                "(the production modules above were compiled)"
+                f"(the production modules above were compiled for {arch})"
             )
             return
-        _pytest(session, "-m", "gpu", str(pkg / "tests"))
+        session.run(_python(session), "-m", "pytest", "-m", "gpu", str(pkg / "tests"),
+                    *pytest_args)  # fmt: skip
 
     family_arch.__doc__ = (
         f"Compile the {name} family's production modules for {arch}, then run its GPU tests if "
-        f"an sm_{sm} GPU is present."
+        f"an sm_{sm} GPU is present (posargs: {', '.join(PREBUILD_OPTIONS)} go to the build, "
+        "the rest to pytest)."
     )
 
 

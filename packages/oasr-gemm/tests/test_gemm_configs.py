@@ -85,8 +85,8 @@ def test_constraints_cut_what_cannot_build_or_spills():
 
 
 def test_production_and_tuning_modules_split_the_space():
-    production = configs.production_configs()
-    tuning = configs.tuning_configs()
+    production = configs.production_configs("9.0a")
+    tuning = configs.tuning_configs("9.0a")
     assert configs.DEFAULT == production[0]
     assert not set(production) & set(tuning)
     assert set(production) | set(tuning) == set(configs.all_configs())
@@ -104,13 +104,13 @@ def test_shipped_configs_join_the_production_module_once(tmp_path, monkeypatch):
     monkeypatch.setattr(configs, "SHIPPED_DB", path)
     configs.production_configs.cache_clear()
     try:
-        production = configs.production_configs()
+        production = configs.production_configs("9.0a")
         assert production[: 1 + len(configs.BASIS)] == (configs.DEFAULT, *configs.BASIS)
         assert shipped in production and unbuildable not in production
         assert production[-1] == shipped_sm80  # each lane's configs after the other's
-        assert shipped not in configs.tuning_configs()
-        assert shipped_sm80 not in configs.tuning_configs()
+        assert shipped not in configs.tuning_configs("9.0a")
+        assert shipped_sm80 not in configs.tuning_configs("9.0a")
         path.write_text("{}")  # frozen: a later change of the file does not move configs
-        assert configs.production_configs() == production
+        assert configs.production_configs("9.0a") == production
     finally:
         configs.production_configs.cache_clear()

@@ -5,6 +5,10 @@ from __future__ import annotations
 import pytest
 
 from oasr_gemm import _jit, configs
+from oasr_jit import parse_arch
+
+#: the architecture the rendered modules are for (rendering needs no GPU)
+HOPPER = parse_arch("9.0a")
 
 
 def _rendered(spec) -> dict:
@@ -72,10 +76,10 @@ def test_kernels_that_add_a_matrix_c_are_units_of_their_own():
     assert tuned.name == f"oasr_gemm_tune_fp16_{sm80.id}"
     with pytest.raises(ValueError, match="run time"):
         _jit.gen_gemm_module("oasr_gemm_test", [sm80], ("fp16",), with_c=True)
-    prod = _jit.gen_production_module("gelu", "bf16", with_c=True)
+    prod = _jit.gen_production_module("gelu", "bf16", with_c=True, arch=HOPPER)
     assert prod.name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16_c"
     units = sorted(_rendered(prod))
-    sm90 = [x for x in configs.production_configs() if x.lane != configs.SM80_LANE]
+    sm90 = [x for x in configs.production_configs(HOPPER) if x.lane != configs.SM80_LANE]
     assert units == sorted(f"gemm_gelu_bf16_{x.id}_c.cu" for x in sm90)
     assert all(f"gemm_gelu_bf16_{x.id}_c, " in _binding(prod) for x in sm90)
     tune = _jit.gen_tuning_module(c, "fp16", "relu", with_c=True)
@@ -106,13 +110,14 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
 
 
 def test_production_and_tuning_specs():
-    prod = _jit.gen_production_module()
+    prod = _jit.gen_production_module(arch=HOPPER)
     assert prod.name == f"{_jit.PRODUCTION_MODULE}_fp16" and prod.use_cutlass
     names = list(_rendered(prod))
-    assert len(names) == len(configs.production_configs())  # one dtype per module
+    assert len(names) == len(configs.production_configs(HOPPER))  # one dtype per module
     assert all(n.startswith("gemm_fp16_") for n in names)
-    assert _jit.gen_production_module("gelu", "bf16").name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16"
-    first = configs.tuning_configs()[0]
+    gelu = _jit.gen_production_module("gelu", "bf16", arch=HOPPER)
+    assert gelu.name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16"
+    first = configs.tuning_configs(HOPPER)[0]
     tune = _jit.gen_tuning_module(first, "bf16")
     assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
     assert list(_rendered(tune)) == [f"gemm_bf16_{first.id}.cu"]
@@ -120,7 +125,7 @@ def test_production_and_tuning_specs():
     swish = _jit.gen_tuning_module(first, "fp16", "swish")
     assert swish.name == f"oasr_gemm_tune_swish_fp16_{first.id}"
     acts = ("", "relu_", "swish_", "gelu_", "gelu_tanh_")
-    assert [s.name for s in _jit.production_specs(None)] == [
+    assert [s.name for s in _jit.production_specs(HOPPER)] == [
         *(
             f"{_jit.PRODUCTION_MODULE}_{act}{dt}{c}"
             for c in ("", "_c")

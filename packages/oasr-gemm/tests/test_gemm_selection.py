@@ -11,7 +11,7 @@ import torch
 
 from oasr_gemm import configs, selection
 from oasr_gemm.configs import GemmConfig
-from oasr_jit import tuning
+from oasr_jit import parse_arch, tuning
 
 SMALL = GemmConfig(64, 128, 64, 1, 1, "pingpong")
 WIDE = GemmConfig(128, 256, 64, 1, 1, "cooperative")
@@ -41,6 +41,7 @@ def tiers(tmp_path, monkeypatch):
     monkeypatch.setenv("OASR_TUNE_USER_DB", str(user))
     monkeypatch.delenv("OASR_GEMM_HEURISTIC", raising=False)
     monkeypatch.setattr(selection._db, "system_dir", system)
+    monkeypatch.setattr(selection, "_arch", parse_arch("9.0a"))
     monkeypatch.setattr(selection, "GEMM_MIN_ROWS", 1)  # the tiers alone; the rule has its test
     tuning.reload()
     selection.reset_counts()
@@ -146,3 +147,31 @@ def test_repeated_calls_are_counted_each_time(tiers):
     assert selection.rule_miss_report() == [("gemm|op=gemm|dt=fp16|N=640|K=256", 2)]
     _write(system, {key: {"regions": [[None, WIDE.id]]}}, [WIDE])
     assert pick("gemm", 100, 512, 256, torch.float16).config == WIDE
+
+
+def test_an_arch_without_a_table_runs_its_lane_default_and_says_so_once(
+    tmp_path, monkeypatch, caplog
+):
+    """sm_86 (no shipped table, none in the user tier): the sm80 lane's default at every M (the
+    M rule is sm_90's measurement), and one warning per process naming the architecture."""
+    monkeypatch.setenv("OASR_TUNE_USER_DB", str(tmp_path / "user"))
+    monkeypatch.delenv("OASR_GEMM_HEURISTIC", raising=False)
+    monkeypatch.setattr(selection, "_arch", parse_arch("8.6"))
+    monkeypatch.setattr(selection, "_untuned_reported", set())
+    monkeypatch.setattr(selection, "_dbs", {"sm90": selection._db})
+    tuning.reload()
+    with caplog.at_level(logging.WARNING, logger="oasr_gemm"):
+        for m in (1, 100, 8000):
+            got = selection.select_default_config("gemm", m, 512, 256, torch.float16)
+            assert got == selection.Selection(configs.SM80_DEFAULT, "default")
+    warned = [r.getMessage() for r in caplog.records if "no tuning table" in r.getMessage()]
+    assert len(warned) == 1 and "sm_86" in warned[0] and configs.SM80_DEFAULT.id in warned[0]
+    batch = selection.select_default_config(
+        "gemm", 5, 512, 256, torch.float16, batch_invariant=True
+    )
+    assert batch.config == configs.SM80_DEFAULT
+    assert configs.production_configs("8.6") == (configs.SM80_DEFAULT, *configs.SM80_BASIS)
+    assert configs.arch_reject_reason(configs.DEFAULT, "8.6") is not None  # no sm90 lane
+    big = configs.Sm80Config(128, 128, 64, 64, 64, 4)  # 128 KiB: over sm_86's 99 KiB
+    assert "shared memory" in configs.arch_reject_reason(big, "8.6")
+    assert configs.arch_reject_reason(big, "8.0") is None

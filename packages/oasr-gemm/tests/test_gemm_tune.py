@@ -10,7 +10,7 @@ import torch
 
 from oasr_gemm import configs, selection, tune
 from oasr_gemm.configs import DEFAULT
-from oasr_jit import tuning
+from oasr_jit import parse_arch, tuning
 
 SMALL, WIDE = configs.BASIS
 
@@ -87,7 +87,7 @@ def test_entries_round_trip_into_the_selection(tmp_path, monkeypatch):
     """Fake timings: the small tile wins at M <= 256, cuBLAS at M 1024, the default above."""
 
     def measure(op, dtype, M, N, K, arms):
-        assert set(arms) == {c.id for c in configs.production_configs()} | {"torch"}
+        assert set(arms) == {c.id for c in configs.production_configs("9.0a")} | {"torch"}
         times = {arm: 10.0 for arm in arms} | {"torch": 12.0}
         if M <= 256:
             times[SMALL.id] = 5.0
@@ -97,13 +97,16 @@ def test_entries_round_trip_into_the_selection(tmp_path, monkeypatch):
 
     sig = ("gemm", "fp16", 512, 256)
     ladder = (64, 256, 1024, 4096)
-    entries = tune.build_entries([sig], configs.production_configs(), measure, ladder, as_half=True)
+    entries = tune.build_entries(
+        [sig], configs.production_configs("9.0a"), measure, ladder, as_half=True
+    )
     key = "gemm|op=gemm|dt=half|N=512|K=256"  # serves bf16 too
     assert entries[key]["regions"] == [[256, SMALL.id], [1024, "torch"], [4096, "default"]]
     assert entries[key]["evidence"]["M=64"][SMALL.id] == 5.0
     user = tmp_path / "user"
     monkeypatch.setenv("OASR_TUNE_USER_DB", str(user))
     monkeypatch.setattr(selection._db, "system_dir", tmp_path / "none")
+    monkeypatch.setattr(selection, "_arch", parse_arch("9.0a"))
     tuning.write_entries(
         user / "sm90" / "gemm.json",
         family="gemm",
@@ -125,14 +128,14 @@ def test_entries_round_trip_into_the_selection(tmp_path, monkeypatch):
 
 
 def test_candidate_configs_named_on_the_command_line():
-    production = list(configs.production_configs())
-    assert tune.candidate_configs("production") == production
+    production = list(configs.production_configs("9.0a"))
+    assert tune.candidate_configs("production", "9.0a") == production
     assert tune.candidate_configs("all") == configs.all_configs()
-    extra = configs.tuning_configs()[0]  # not in the production module
-    chosen = tune.candidate_configs(f"{extra.id}, {DEFAULT.id}")
+    extra = configs.tuning_configs("9.0a")[0]  # not in the production module
+    chosen = tune.candidate_configs(f"{extra.id}, {DEFAULT.id}", "9.0a")
     assert chosen == [*production, extra]
     with pytest.raises(SystemExit, match="unknown config"):
-        tune.candidate_configs("t999x1x1_c1x1_pp")
+        tune.candidate_configs("t999x1x1_c1x1_pp", "9.0a")
 
 
 def test_sm80_configs_are_measured_at_small_m_only():

@@ -158,6 +158,9 @@ def fake_family(tmp_path):
                 name="fake", version="0.1", module="fake_family_ops",
                 include_dir=Path({str(src.parent)!r}), production_specs=production_specs,
                 exports=("fake_answer",),
+                supported_compute_capability=tuple(
+                    int(c) for c in os.environ.get("FAKE_CCS", "").split(",") if c
+                ),
             )
 
             def register_cli(subparsers):
@@ -310,13 +313,50 @@ def test_prebuild_says_why_a_family_builds_nothing(fake_family, nvcc_of_three_ar
     assert "no production modules for sm_80 (serves sm_90a)" in listed
 
 
-def test_family_declared_archs(tmp_path):
-    from oasr_jit import Family, parse_arch
+def test_family_declared_compute_capabilities(tmp_path):
+    from oasr_jit import Family, UnsupportedArchitectureError, parse_arch
 
-    declared = Family("x", "0", "x", tmp_path, supported_archs=("9.0a",))
-    assert declared.serves(parse_arch("9.0a")) is True
-    assert declared.serves(parse_arch("8.0")) is False
-    assert Family("y", "0", "y", tmp_path).serves(parse_arch("8.0")) is None
+    declared = Family("x", "0", "oasr_x", tmp_path, supported_compute_capability=(80, 90))
+    assert declared.supports(parse_arch("9.0a")) and declared.supports(parse_arch("9.0"))
+    assert declared.supports(parse_arch("8.0")) and not declared.supports(parse_arch("8.6"))
+    assert declared.unsupported_reason(parse_arch("8.0")) is None
+    with pytest.raises(
+        UnsupportedArchitectureError, match=r"does not serve sm_120 .* sm_80, sm_90"
+    ):
+        declared.require_arch(parse_arch("12.0a"))
+    assert Family("y", "0", "y", tmp_path).supports(parse_arch("8.6"))  # declares none: any
+
+
+def test_prebuild_refuses_an_arch_the_family_does_not_declare(fake_family, nvcc_of_three_arches):
+    env = {**fake_family, **nvcc_of_three_arches, "FAKE_CCS": "90"}
+    proc = _cli("jit", "prebuild", "--family", "fake", "--arch", "8.0", env=env, check=False)
+    assert proc.returncode == 2, proc.stderr
+    line = _one_error_line(proc)
+    assert "the fake family (fake_family_ops 0.1) does not serve sm_80" in line, line
+    assert "it serves sm_90" in line and "OASR_CUDA_ARCH_LIST" in line, line
+    listed = _cli("jit", "list", "--family", "fake", "--arch", "8.0", env=env).stdout
+    assert "does not serve sm_80 (serves sm_90a)" in listed, listed
+    assert cache.inventory() == [], "nothing may be compiled or keyed"
+
+
+def test_the_first_build_refuses_an_arch_the_family_does_not_declare(monkeypatch, tmp_path):
+    """The runtime path: a module of a family (by its name, oasr_<family>_...) planned for an
+    architecture the family does not declare raises before anything compiles."""
+    from oasr_jit import Family, UnsupportedArchitectureError, arch, families, gen_jit_spec
+
+    fam = Family("zz", "0", "oasr_zz", tmp_path, supported_compute_capability=(90,))
+    monkeypatch.setattr(families, "discover_families", lambda: {"zz": fam})
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k() {}\n")
+    arch._reset_for_tests()
+    monkeypatch.setenv("OASR_CUDA_ARCH_LIST", "8.6")
+    try:
+        with pytest.raises(UnsupportedArchitectureError, match="zz family .* sm_86.* sm_90"):
+            gen_jit_spec("oasr_zz_rows", [src]).build()
+        assert families.family_of_module("oasr_zzz") is None  # a prefix, not the family
+        assert families.family_of_module("oasr_zz") is fam
+    finally:
+        arch._reset_for_tests()
 
 
 def test_prebuild_checks_requirements_before_compiling(fake_family, tmp_path, counting_cxx):

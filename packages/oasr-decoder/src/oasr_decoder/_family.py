@@ -34,6 +34,10 @@ OPS = {
 #: submodules reachable as attributes of the package
 SUBMODULES = ("ctc", "ctc_cuda", "alignment", "topk_cuda", "twins")
 
+#: the compute capabilities the family's CUDA modules serve (its kernels use no
+#: architecture-specific feature; the CPU decoders need no GPU)
+SUPPORTED_COMPUTE_CAPABILITY = (80, 86, 89, 90, 100, 120)
+
 
 def _production_specs(arch):
     from ._jit import production_specs
@@ -48,4 +52,5 @@ FAMILY = Family(
     include_dir=Path(__file__).resolve().parent / "include",
     production_specs=_production_specs,
     exports=tuple(OPS),
+    supported_compute_capability=SUPPORTED_COMPUTE_CAPABILITY,
 )

@@ -22,6 +22,10 @@ OPS = {
 #: submodules reachable as attributes of the package
 SUBMODULES = ("configs", "twins", "selection")
 
+#: the compute capabilities the family serves: sm_90 with both lanes (CUTLASS 3.x TMA + wgmma and
+#: the CUTLASS 2.x mma.sync lane), the others with the 2.x lane (configs.lanes(), docs/gemm.md)
+SUPPORTED_COMPUTE_CAPABILITY = (80, 86, 89, 90, 100, 120)
+
 
 def _production_specs(arch):
     from ._jit import production_specs
@@ -36,4 +40,5 @@ FAMILY = Family(
     include_dir=Path(__file__).resolve().parent / "include",
     production_specs=_production_specs,
     exports=tuple(OPS),
+    supported_compute_capability=SUPPORTED_COMPUTE_CAPABILITY,
 )

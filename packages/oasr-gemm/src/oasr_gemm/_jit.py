@@ -33,7 +33,15 @@ from pathlib import Path
 
 from oasr_jit import JitSpec, gen_jinja_jit_spec, gen_jit_spec
 
-from .configs import BMM_TUNED, SM80_LANE, GemmConfig, Sm80Config, production_configs
+from .configs import (
+    BMM_TUNED,
+    LANE,
+    SM80_LANE,
+    GemmConfig,
+    Sm80Config,
+    lanes,
+    production_configs,
+)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
@@ -178,9 +186,10 @@ def production_module_name(activation: str = "identity", dtype: str = "fp16", wi
 
 
 def gen_production_module(
-    activation: str = "identity", dtype: str = "fp16", with_c=False
+    activation: str = "identity", dtype: str = "fp16", with_c=False, arch=None
 ) -> JitSpec:
-    chosen = production_configs()
+    """``arch``: the architecture whose production configs it holds (default: the process's)."""
+    chosen = production_configs(_arch(arch))
     return gen_gemm_module(
         production_module_name(activation, dtype, with_c),
         [c for c in chosen if c.lane != SM80_LANE] if with_c else chosen,
@@ -305,23 +314,38 @@ def gen_head_module() -> JitSpec:
     )
 
 
+def _arch(arch=None):
+    """``arch``, or the process's target architecture (`oasr_jit.target_arch`)."""
+    if arch is None:
+        from oasr_jit import target_arch
+
+        return target_arch()
+    return arch
+
+
+def bmm_tuned_configs(arch=None) -> tuple[GemmConfig, ...]:
+    """bmm's tuned lane on ``arch``: `BMM_TUNED` where the sm90 lane is built, else none (the
+    launcher then runs the general lane, CUTLASS 2.x, for every call)."""
+    return BMM_TUNED if LANE in lanes(_arch(arch)) else ()
+
+
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds: the GEMM production modules (plain and per
-    activation, per dtype, without and with a matrix C), bmm's, group_gemm's and
-    gemm_log_softmax's two (sm90)."""
-    if arch is not None and getattr(arch, "major", 9) != 9:
-        return []
+    """The modules `oasr jit prebuild` builds for ``arch``: the GEMM production modules (plain
+    and per activation, per dtype; on sm_90 also those adding a matrix C, which only the sm90
+    lane builds), bmm's (its tuned lane on sm_90 only), group_gemm's, gemm_log_softmax's row
+    pass, and on sm_90 its fused heads (TMA + wgmma)."""
+    sm90 = LANE in lanes(arch)
     return [
         *(
-            gen_production_module(act, dtype, with_c)
-            for with_c in (False, True)
+            gen_production_module(act, dtype, with_c, arch)
+            for with_c in ((False, True) if sm90 else (False,))
             for act in ACTIVATION_FUNCTORS
             for dtype in DTYPES
         ),
-        gen_bmm_module(),
+        gen_bmm_module(tuned=bmm_tuned_configs(arch)),
         gen_group_module(),
         gen_log_softmax_module(),
-        gen_head_module(),
+        *([gen_head_module()] if sm90 else []),
     ]
 
 
@@ -332,7 +356,7 @@ def production_module(activation: str = "identity", dtype: str = "fp16", with_c=
 
 @functools.cache
 def bmm_module():
-    return gen_bmm_module().build_and_load()
+    return gen_bmm_module(tuned=bmm_tuned_configs()).build_and_load()
 
 
 @functools.cache

@@ -17,6 +17,12 @@ accumulators is never worth measuring. The rejected configs and why are listed b
 `rejected_configs()`. A config's id names its lane (sm80 ids start ``s80_``), and so do its
 tuning-file parameters (``lane``); `config_from_id` / `config_from_params` read either.
 
+Lanes per architecture (`lanes`): sm_90 builds both; sm_80, sm_86, sm_89, sm_100 and sm_120
+build the sm80 lane only (a CUTLASS 3.x tcgen05 lane for sm_100 is not built), each within the
+shared memory one CTA may opt into on that architecture (`SMEM_BUDGET`). `default_config(arch)`
+is the config an untuned call runs there, `production_configs(arch)` what the production
+modules hold.
+
 Pure Python (no torch, no build): the registration and the selection import it.
 """
 
@@ -231,6 +237,72 @@ def _sm80_reject_reason(c: Sm80Config) -> str | None:
     return None
 
 
+#: shared memory one CTA may opt into, per compute capability (bytes; the CUDA C++ Programming
+#: Guide's table, as include/oasr/common/arch_facts.h has it): what the sm80 lane's stages of a
+#: tile must fit on that architecture
+SMEM_BUDGET = {
+    80: 163 * 1024,
+    86: 99 * 1024,
+    89: 99 * 1024,
+    90: 227 * 1024,
+    100: 227 * 1024,
+    120: 99 * 1024,
+}
+#: the compute capabilities the sm90 lane (TMA + wgmma, the sm_90a target) builds for
+SM90_LANE_CAPABILITIES = (90,)
+
+
+def _capability(arch) -> int:
+    """90 for a `CudaArch` 9.0a, ``(9, 0)``, ``"9.0a"`` or ``90``."""
+    if isinstance(arch, int):
+        return arch
+    if isinstance(arch, str):
+        from oasr_jit import parse_arch
+
+        arch = parse_arch(arch)
+    major, minor = tuple(arch)[:2]
+    return int(major) * 10 + int(minor)
+
+
+def _budget(arch) -> int:
+    cc = _capability(arch)
+    if cc not in SMEM_BUDGET:
+        served = ", ".join(f"sm_{c}" for c in SMEM_BUDGET)
+        raise ValueError(f"the GEMM lanes are not defined for sm_{cc}; they are for {served}")
+    return SMEM_BUDGET[cc]
+
+
+def lanes(arch) -> tuple[str, ...]:
+    """The lanes built for ``arch``: ``("sm90_tma", "sm80_mma")`` on sm_90, ``("sm80_mma",)``
+    elsewhere (ValueError for an architecture the family does not serve)."""
+    _budget(arch)
+    if _capability(arch) in SM90_LANE_CAPABILITIES:
+        return (LANE, SM80_LANE)
+    return (SM80_LANE,)
+
+
+def smem_bytes(config: Sm80Config) -> int:
+    """The mainloop's shared memory of an sm80 config: its stages of the A and B tiles (the
+    epilogue reuses them)."""
+    return (config.tile_m + config.tile_n) * config.tile_k * 2 * config.stages
+
+
+def arch_reject_reason(config, arch) -> str | None:
+    """Why ``config`` is not built for ``arch`` (None: it is): `reject_reason`, then the lane
+    and the shared-memory budget of the architecture."""
+    why = reject_reason(config)
+    if why is not None:
+        return why
+    if config.lane not in lanes(arch):
+        return f"the {config.lane} lane is not built for sm_{_capability(arch)}"
+    if config.lane == SM80_LANE and smem_bytes(config) > _budget(arch):
+        return (
+            f"{smem_bytes(config)} bytes of shared memory (the tile's {config.stages} stages) "
+            f"exceed sm_{_capability(arch)}'s {_budget(arch)} per CTA"
+        )
+    return None
+
+
 def config_from_id(text: str):
     """A config of either lane from its id (ValueError naming both formats otherwise)."""
     if text.startswith("s80_"):
@@ -333,17 +405,44 @@ def _shipped_configs() -> list:
     return _buildable_by_lane(configs)
 
 
+#: the sm80 lane's untuned choice where it is the only lane (sm_80/86/89/100/120): 128 x 128
+#: with 64 x 64 warp tiles, 3 stages (96 KiB of shared memory: fits every such architecture's
+#: budget), CUTLASS's own sm80 f16 tile; no tuning run has measured these architectures
+SM80_DEFAULT = Sm80Config(128, 128, 64, 64, 64, 3)
+#: compiled with it there: the small tile (64 KiB), what the sm90 tuning data picks at small M
+SM80_BASIS = (Sm80Config(64, 64, 64, 32, 32, 4),)
+
+
+def default_config(arch):
+    """The config an untuned call runs on ``arch``: `DEFAULT` (sm90 lane) on sm_90,
+    `SM80_DEFAULT` where the sm80 lane is the only one."""
+    return DEFAULT if LANE in lanes(arch) else SM80_DEFAULT
+
+
 @functools.cache
-def production_configs() -> tuple:
-    """The production module's configs: the default, the basis, and every config the shipped
-    tuning file names. Read once and frozen for the process, so the module's key never changes
-    under a running program. Every other config of `all_configs` belongs to a tuning module; no
-    config is in both."""
-    out = [DEFAULT, *BASIS]
-    out += [c for c in _shipped_configs() if c not in out]
-    return tuple(out)
+def _production_configs(cc: int) -> tuple:
+    if LANE in lanes(cc):
+        out = [DEFAULT, *BASIS]
+        out += [c for c in _shipped_configs() if c not in out]
+    else:
+        out = [SM80_DEFAULT, *SM80_BASIS]
+    return tuple(c for c in out if arch_reject_reason(c, cc) is None)
 
 
-def tuning_configs() -> list:
-    production = set(production_configs())
-    return [c for c in all_configs() if c not in production]
+def production_configs(arch) -> tuple:
+    """The production module's configs for ``arch`` (a `CudaArch`, ``"9.0a"`` or ``90``). On
+    sm_90: the default, the basis, and every config the shipped tuning file names (both lanes).
+    Elsewhere: `SM80_DEFAULT` and `SM80_BASIS`, those that fit the architecture's shared memory.
+    Read once per architecture and frozen for the process, so the module's key never changes
+    under a running program. Every other config of `all_configs` belongs to a tuning module;
+    no config is in both."""
+    return _production_configs(_capability(arch))
+
+
+production_configs.cache_clear = _production_configs.cache_clear  # tests re-read the file
+
+
+def tuning_configs(arch="9.0a") -> list:
+    """The configs of tuning modules on ``arch``: those it builds that are not production."""
+    production = set(production_configs(arch))
+    return [c for c in all_configs() if c not in production and arch_reject_reason(c, arch) is None]

@@ -25,8 +25,8 @@ from oasr_jit import oasr_api
 
 from . import _jit, twins
 from ._checks import DTYPE_TAGS, as_rows, check_gemm_args, check_tma, require_cuda
-from .configs import DEFAULT, SM80_LANE, GemmConfig, Sm80Config, production_configs
-from .selection import select_default_config
+from .configs import SM80_LANE, GemmConfig, Sm80Config, production_configs
+from .selection import lane_default, process_arch, select_default_config
 
 log = logging.getLogger("oasr_gemm")
 
@@ -45,7 +45,7 @@ _unsupported: set[tuple] = set()
 
 @functools.cache
 def _module(config: GemmConfig | Sm80Config, dtype, activation: str, with_c: bool = False):
-    if config in production_configs():
+    if config in production_configs(process_arch()):
         return _jit.production_module(activation, DTYPE_TAGS[dtype], with_c)
     return _jit.tuning_module(config, DTYPE_TAGS[dtype], activation, with_c)
 
@@ -109,21 +109,22 @@ def _gemm(A, B, C, activation, out, batch_invariant, backend, op):
     selection = select_default_config(op, M, N, K, A.dtype, batch_invariant=batch_invariant)
     if selection.config is None and backend == "auto":
         return twins.gemm_activation(A, B, C, activation=activation, out=out)
-    config = selection.config or DEFAULT
+    default = lane_default()  # the architecture's: sm90 lane on sm_90, else the sm80 lane's
+    config = selection.config or default
     if out is None:
         out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
     out2d = out.view(-1, N)
     key = (config, A.dtype, M, N, K)
-    if config != DEFAULT and key in _unsupported:
-        config = DEFAULT
+    if config != default and key in _unsupported:
+        config = default
     try:
         _run(config, A.dtype, out2d, a2d, B, bias, c2d, activation)
     except VariantUnsupportedError:
-        if config == DEFAULT:
+        if config == default:
             raise
         _unsupported.add(key)
         log.info("oasr-gemm: %s cannot run M=%d N=%d K=%d; using the default", config.id, M, N, K)
-        _run(DEFAULT, A.dtype, out2d, a2d, B, bias, c2d, activation)
+        _run(default, A.dtype, out2d, a2d, B, bias, c2d, activation)
     return out
 
 

@@ -7,8 +7,14 @@
 3. The tuning database (`oasr_jit.tuning`): the user tier, then the shipped system tier
    (``tune_db/sm90/gemm.json``), keyed ``gemm|op=<op>|dt=<dtype>|N=<N>|K=<K>`` with regions of M
    that round up; a config id, or the sentinels ``default`` / ``torch``.
-4. No entry and M below `GEMM_MIN_ROWS`: PyTorch (cuBLAS), faster there on the H200.
-5. Otherwise the default config.
+4. No entry and M below `GEMM_MIN_ROWS`: PyTorch (cuBLAS), faster there on the H200 (sm_90
+   only: the rule is that measurement).
+5. Otherwise the default config of the architecture (`configs.default_config`).
+
+The architecture is the process's (`oasr_jit.target_arch`: the GPU's, or
+``OASR_CUDA_ARCH_LIST``). Tuning data is shipped for sm_90 only; on an architecture with no table
+(none shipped, none in the user tier) every call runs the default config of its lane, and the
+first selection of the process says so once (a warning on the ``oasr_gemm`` logger).
 
 `bmm` has no tuning tiers: `bmm_lane` names the kernel a call would run.
 
@@ -27,13 +33,14 @@ from oasr_jit.tuning import TuningDB
 
 from . import configs
 from .configs import (
-    DEFAULT,
     LANE,
     GemmConfig,
     Sm80Config,
+    arch_reject_reason,
     config_from_id,
     config_from_params,
-    reject_reason,
+    default_config,
+    lanes,
 )
 
 log = logging.getLogger("oasr_gemm")
@@ -62,7 +69,45 @@ class Selection:
 
 
 _db = TuningDB("gemm", "sm90", SYSTEM_DB_DIR, lane=LANE)
+#: arch tag (``sm90``) -> its tuning tiers; other architectures' files may hold either lane
+_dbs: dict[str, TuningDB] = {"sm90": _db}
 _rule_counts: dict[str, int] = {}
+#: the process's architecture, once known (`process_arch`)
+_arch = None
+#: the architectures whose missing tuning table was reported (once per process)
+_untuned_reported: set[str] = set()
+
+
+def process_arch():
+    """The architecture this process's GEMMs run on (`oasr_jit.target_arch`, frozen at first
+    use; RuntimeError naming ``OASR_CUDA_ARCH_LIST`` where there is no GPU)."""
+    global _arch
+    if _arch is None:
+        from oasr_jit import target_arch
+
+        _arch = target_arch()
+    return _arch
+
+
+def _tiers(arch) -> TuningDB:
+    """The tuning tiers of ``arch``, reporting once per process when it has no table."""
+    tag = arch.family
+    db = _dbs.get(tag)
+    if db is None:
+        db = _dbs[tag] = TuningDB("gemm", tag, SYSTEM_DB_DIR)
+    if tag not in _untuned_reported:
+        _untuned_reported.add(tag)
+        status = db.status()
+        if not any(tier["loaded"] for tier in status.values()):
+            log.warning(
+                "oasr-gemm: no tuning table was measured for %s (none shipped, none in the user "
+                "tier %s): every GEMM runs the %s lane's default config %s",
+                arch.sm,
+                status["user"]["path"],
+                default_config(arch).lane,
+                default_config(arch).id,
+            )
+    return db
 
 
 def _heuristic_enabled() -> bool:
@@ -73,8 +118,6 @@ def _count(tier: str) -> None:
     _rule_counts[tier] = _rule_counts.get(tier, 0) + 1
 
 
-_BATCH_INVARIANT = Selection(DEFAULT, "batch_invariant")
-_HEURISTIC_OFF = Selection(DEFAULT, "heuristic_off")
 _RULE = Selection(None, "rule")
 
 
@@ -122,24 +165,31 @@ def select_default_config(
     """
     if op not in OPS:
         raise ValueError(f"op must be one of {OPS}, got {op!r}")
+    arch = process_arch()
     if batch_invariant:
         _count("batch_invariant")
-        return _BATCH_INVARIANT
+        return Selection(default_config(arch), "batch_invariant")
     if not _heuristic_enabled():
         _count("heuristic_off")
-        return _HEURISTIC_OFF
-    found = _db.resolve(op, dtype, M, N=N, K=K)
-    if found.tier == "default" and M < GEMM_MIN_ROWS:  # no entry: measured data comes first
-        _count("rule")
+        return Selection(default_config(arch), "heuristic_off")
+    db = _tiers(arch)
+    found = db.resolve(op, dtype, M, N=N, K=K)
+    if found.tier == "default" and M < GEMM_MIN_ROWS and LANE in lanes(arch):
+        _count("rule")  # no entry: measured data comes first
         return _RULE
     _count(found.tier)
-    key = (found, _db.epoch)  # a config id's parameters can change with the snapshot
+    key = (arch, found, db.epoch)  # a config id's parameters can change with the snapshot
     selection = _selections.get(key)
     if selection is None:
         if len(_selections) > 4096:  # old snapshots' entries
             _selections.clear()
-        selection = _selections[key] = _selection(found)
+        selection = _selections[key] = _selection(found, db, arch)
     return selection
+
+
+def lane_default() -> GemmConfig | Sm80Config:
+    """The default config of this process's architecture (`configs.default_config`)."""
+    return default_config(process_arch())
 
 
 #: the Selection of each resolution (per snapshot): building and checking a config is most of
@@ -147,14 +197,15 @@ def select_default_config(
 _selections: dict[tuple, Selection] = {}
 
 
-def _selection(found) -> Selection:
+def _selection(found, db: TuningDB, arch) -> Selection:
+    default = default_config(arch)
     if found.config == "torch":
         return Selection(None, found.tier)
     if found.config in ("default", "fused"):
-        return Selection(DEFAULT, found.tier)
-    params = _db.config(found)
+        return Selection(default, found.tier)
+    params = db.config(found)
     config = config_from_params(params) if params else config_from_id(found.config)
-    why = reject_reason(config)
+    why = arch_reject_reason(config, arch)
     if why is not None:
         log.warning(
             "oasr-gemm: tuning entry %s names %s, which is not built (%s); using the default",
@@ -162,7 +213,7 @@ def _selection(found) -> Selection:
             found.config,
             why,
         )
-        return Selection(DEFAULT, "default")
+        return Selection(default, "default")
     return Selection(config, found.tier)
 
 
@@ -173,18 +224,19 @@ def tier_counts() -> dict[str, int]:
 
 def reset_counts() -> None:
     _rule_counts.clear()
-    _db.counts.clear()
-    _db.misses.clear()
+    for db in _dbs.values():
+        db.counts.clear()
+        db.misses.clear()
 
 
 def rule_miss_report() -> list[tuple[str, int]]:
     """Signatures no tuning tier covered (served by the default), most calls first."""
-    return _db.miss_report()
+    return _dbs.get(process_arch().family, _db).miss_report()
 
 
 def tuning_status() -> dict:
     """Per tier: the file, whether it loaded, its entries, whether it is stale."""
-    return _db.status()
+    return _tiers(process_arch()).status()
 
 
 def bmm_lane(A, B) -> str:

@@ -208,11 +208,16 @@ def validators() -> dict:
     }
 
 
-def candidate_configs(spec: str) -> list[GemmConfig | Sm80Config]:
-    """The configs of ``--configs``: "production", "all", or the production ones plus ids."""
+def candidate_configs(spec: str, arch=None) -> list[GemmConfig | Sm80Config]:
+    """The configs of ``--configs``: "production", "all", or the production ones plus ids
+    (``arch``: whose production configs; default: the process's)."""
     if spec == "all":
         return config_space.all_configs()
-    chosen = list(config_space.production_configs())
+    if arch is None:
+        from oasr_jit import target_arch
+
+        arch = target_arch()
+    chosen = list(config_space.production_configs(arch))
     if spec != "production":
         known = {c.id: c for c in config_space.all_configs()}
         for config_id in (s.strip() for s in spec.split(",")):

@@ -32,6 +32,7 @@ _EXPORTS = {
     "VariantUnsupportedError": "errors",
     "Family": "families",
     "discover_families": "families",
+    "UnsupportedArchitectureError": "families",
     "oasr_api": "api_logging",
     "backend_requirement": "requirements",
     "supported_compute_capability": "requirements",

@@ -287,8 +287,8 @@ def _served_arches(fam) -> list:
     """The architectures a family builds production modules for."""
     from . import arch
 
-    if fam.supported_archs:
-        return [arch.parse_arch(a) for a in fam.supported_archs]
+    if fam.supported_compute_capability:
+        return [arch.CudaArch(cc // 10, cc % 10) for cc in fam.supported_compute_capability]
     served = []
     for candidate in _candidate_arches():
         try:
@@ -301,7 +301,11 @@ def _served_arches(fam) -> list:
 
 def _family_specs(fam, target) -> tuple[list, str]:
     """(the family's production specs for ``target``, why there are none: "" when there are)."""
-    specs = [] if fam.serves(target) is False else list(fam.production_specs(target))
+    refused = fam.unsupported_reason(target)
+    if refused is not None:
+        served = ", ".join(a.sm for a in _served_arches(fam))
+        return [], f"does not serve {target.sm} (serves {served})"
+    specs = list(fam.production_specs(target))
     if specs:
         return specs, ""
     served = [a.sm for a in _served_arches(fam) if a[:2] != target[:2]]
@@ -456,6 +460,10 @@ def cmd_jit_prebuild(args) -> int:
         print("no OASR families installed: nothing to prebuild")
         return 0
     target = _pin_arch(args.arch)
+    # A family named with --family that does not serve the architecture refuses the build.
+    refusals = [r for f in _selected_families(args.family) if (r := f.unsupported_reason(target))]
+    if args.family and refusals:
+        _usage_error("; ".join(refusals))
     specs, rows, reasons = _collect(args, target)
     narrowed = bool(args.module or args.filter)
     for fam, family_specs, count, why in rows:

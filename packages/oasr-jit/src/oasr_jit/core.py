@@ -32,6 +32,7 @@ from . import arch as _arch
 from . import env, toolchain
 from .elf import is_complete_shared_object
 from .errors import JitBuildError
+from .families import require_module_arch
 from .lock import BuildLock
 
 #: Bumped whenever the cache layout or the key's recipe changes.
@@ -331,6 +332,9 @@ class _BuildPlan:
         if spec.is_cuda:
             self.nvcc = toolchain.nvcc()
             self.arch = _arch.target_arch()
+            # A family asked for an architecture it does not declare refuses, naming those
+            # it serves (families.Family.supported_compute_capability).
+            require_module_arch(spec.name, self.arch)
             # Refused before anything compiles: nvcc would fail every translation unit with
             # "Unsupported gpu architecture".
             toolchain.check_arch_buildable(self.nvcc, self.arch)

@@ -36,19 +36,45 @@ class Family(NamedTuple):
     production_specs: Callable[[object], Sequence] = _no_specs
     #: public names re-exported by the `oasr` metapackage (oasr.<name>)
     exports: tuple[str, ...] = ()
-    #: the architectures `production_specs` builds for (``("9.0a",)``); empty: any the family's
-    #: ``production_specs`` returns modules for (``oasr jit`` then asks it, per architecture,
-    #: to say which when it returns none for the one asked)
-    supported_archs: tuple[str, ...] = ()
+    #: the compute capabilities the family serves (``(80, 86, 89, 90, 100, 120)``: sm_80 ...
+    #: sm_120), whatever the suffix (9.0 and 9.0a are both 90). Empty: the family declares none
+    #: (``oasr jit`` then asks ``production_specs``, per architecture, which it builds for)
+    supported_compute_capability: tuple[int, ...] = ()
 
-    def serves(self, arch) -> bool | None:
-        """Whether the family declares ``arch`` (a `CudaArch`) as one it builds for; None when
-        it declares no architectures."""
-        if not self.supported_archs:
+    def supports(self, arch) -> bool:
+        """Whether the family serves ``arch`` (a `CudaArch`); True when it declares none."""
+        if not self.supported_compute_capability:
+            return True
+        return _capability(arch) in self.supported_compute_capability
+
+    def unsupported_reason(self, arch) -> str | None:
+        """Why the family cannot build for ``arch``, in one line naming the supported set and
+        the fix; None when it serves it."""
+        if self.supports(arch):
             return None
-        from .arch import parse_arch
+        have = _capability(arch)
+        served = ", ".join(f"sm_{cc}" for cc in self.supported_compute_capability)
+        return (
+            f"the {self.name} family ({self.module} {self.version}) does not serve sm_{have} "
+            f"(compute capability {have // 10}.{have % 10}); it serves {served}: run it on one "
+            "of those GPUs, or set OASR_CUDA_ARCH_LIST (or --arch) to one of them"
+        )
 
-        return any(parse_arch(a)[:2] == tuple(arch)[:2] for a in self.supported_archs)
+    def require_arch(self, arch) -> None:
+        """Raise `UnsupportedArchitectureError` (`unsupported_reason`) unless the family serves
+        ``arch``."""
+        reason = self.unsupported_reason(arch)
+        if reason is not None:
+            raise UnsupportedArchitectureError(reason)
+
+
+def _capability(arch) -> int:
+    major, minor = tuple(arch)[:2]
+    return int(major) * 10 + int(minor)
+
+
+class UnsupportedArchitectureError(RuntimeError):
+    """A family was asked to build for an architecture it does not declare."""
 
 
 class FamilyRegistrationError(RuntimeError):
@@ -83,6 +109,28 @@ def discover_families() -> dict[str, Family]:
                 )
         families[family.name] = family
     return dict(sorted(families.items()))
+
+
+def family_of_module(name: str) -> Family | None:
+    """The installed family a JIT module belongs to, by its name (``oasr_<family>`` or
+    ``oasr_<family>_...``); None for a module of no installed family."""
+    try:
+        families = discover_families()
+    except FamilyRegistrationError:
+        return None  # reported by `oasr jit`; a module of no family still builds
+    for fam_name in sorted(families, key=len, reverse=True):
+        prefix = f"oasr_{fam_name}"
+        if name == prefix or name.startswith(prefix + "_"):
+            return families[fam_name]
+    return None
+
+
+def require_module_arch(name: str, arch) -> None:
+    """Raise `UnsupportedArchitectureError` when the family owning module ``name`` does not
+    serve ``arch``: the first CUDA build of a process asks (`JitSpec.plan`)."""
+    fam = family_of_module(name)
+    if fam is not None:
+        fam.require_arch(arch)
 
 
 def entry_points(group: str) -> list:

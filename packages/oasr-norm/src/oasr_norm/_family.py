@@ -26,6 +26,9 @@ OPS = {
 #: submodules reachable as attributes of the package
 SUBMODULES = ("layers", "twins", "bench")
 
+#: the compute capabilities the family serves (its kernels use no architecture-specific feature)
+SUPPORTED_COMPUTE_CAPABILITY = (80, 86, 89, 90, 100, 120)
+
 
 def _production_specs(arch):
     from ._jit import production_specs
@@ -40,4 +43,5 @@ FAMILY = Family(
     include_dir=Path(__file__).resolve().parent / "include",
     production_specs=_production_specs,
     exports=tuple(OPS),
+    supported_compute_capability=SUPPORTED_COMPUTE_CAPABILITY,
 )
