@@ -175,6 +175,8 @@ def _mismatch(entry: dict, name: str, want: dict) -> str:
         if field == "format":
             return f"was built with oasr-jit key format {have.get(field)} (this one: {want[field]})"
         if field == "arch":
+            if want[field] is None:
+                return f"was built for {have.get(field)} (this module is host code)"
             return f"was built for {have.get(field)} (this process builds for {want[field]})"
         if field == "tvm_ffi":
             return f"was built against TVM-FFI {have.get(field)} (installed: {want[field]})"
