@@ -225,6 +225,18 @@ def wheels(session: nox.Session) -> None:
                     str(target), *session.posargs, env=env)  # fmt: skip
 
 
+@nox.session(name="aot-sm90")
+def aot_sm90(session: nox.Session) -> None:
+    """Prebuild every family's production modules for 9.0a and package them as the wheel
+    oasr-jit-cache-sm90 in dist/aot/ (extra arguments go to `oasr jit prebuild`, e.g.
+    ``-- --family norm`` or ``-- --module oasr_norm_rows``)."""
+    _install(session, *_local_packages())
+    out = ROOT / "dist" / "aot"
+    shutil.rmtree(out, ignore_errors=True)
+    session.run(_python(session), "-m", "oasr_jit.cli", "jit", "prebuild", "--arch", "9.0a",
+                "--wheel", str(out), *session.posargs)  # fmt: skip
+
+
 def _family_session(name: str, pkg: Path) -> None:
     @nox.session(name=name)
     def family(session: nox.Session) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from jit_helpers import HOST_SOURCE, CountingCompiler
 
-from oasr_jit import arch, core
+from oasr_jit import arch, core, prebuilt
 
 
 @pytest.fixture(autouse=True)
@@ -24,15 +24,18 @@ def jit_dir(tmp_path, monkeypatch):
         "CXX",
         "OASR_JIT_LOCK_TIMEOUT",
         "MAX_JOBS",
+        "OASR_JIT_PREBUILT",
     ):
         monkeypatch.delenv(var, raising=False)
     core.forget_failed_builds()
     core._loaded.clear()
     arch._reset_for_tests()
+    prebuilt._reset_for_tests()
     yield root
     core.forget_failed_builds()
     core._loaded.clear()
     arch._reset_for_tests()
+    prebuilt._reset_for_tests()
 
 
 @pytest.fixture

@@ -116,13 +116,32 @@ def oasr_api(func):
 _WRAPPER_CODE = oasr_api(lambda: None).__code__
 
 
-def calling_op() -> str | None:
-    """The outermost ``@oasr_api`` op on the calling thread's stack (``"oasr.gemm"``), or None.
+def _dtypes(args, kwargs) -> list[str]:
+    """The distinct dtypes of the tensor arguments, in order (``["float16"]``)."""
+    seen = []
+    for value in [*(args or ()), *(kwargs or {}).values()]:
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and getattr(value, "shape", None) is not None:
+            text = str(dtype).replace("torch.", "")
+            if text not in seen:
+                seen.append(text)
+    return seen
+
+
+def calling_op(*, with_dtypes: bool = False) -> str | None:
+    """The outermost ``@oasr_api`` op on the calling thread's stack (``"oasr.gemm"``), or None;
+    ``with_dtypes``: followed by its tensor arguments' dtypes (``"oasr.gemm (bfloat16)"``).
     Walks the frames; meant for rare events such as a build, not for every call."""
     found = None
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is _WRAPPER_CODE:
-            found = frame.f_locals.get("name", found)
+            name = frame.f_locals.get("name")
+            if name is not None:
+                found = name
+                if with_dtypes:
+                    dtypes = _dtypes(frame.f_locals.get("args"), frame.f_locals.get("kwargs"))
+                    if dtypes:
+                        found += f" ({', '.join(dtypes)})"
         frame = frame.f_back
     return found

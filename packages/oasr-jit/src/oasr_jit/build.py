@@ -307,8 +307,23 @@ def _context_text() -> str:
         return f"{progress.done}/{progress.total} modules done, "
     from .api_logging import calling_op
 
-    op = calling_op()
+    op = calling_op(with_dtypes=True)
     return f"first call of {op}, " if op else ""
+
+
+def progress_line(
+    label: str, context: str, done: int, total: int, elapsed: float, kept: int = 0
+) -> str:
+    """One progress line. Past the first unit this build finished, it estimates the time left
+    from this build's pace: ``elapsed / (done - kept)`` per unit still to do (``kept``: units an
+    earlier attempt finished)."""
+    done = min(done, total)
+    text = f"oasr-jit: building {label} ({context}{done}/{total} units, {elapsed:.0f} s"
+    finished_here = done - kept
+    if finished_here > 0 and done < total:
+        left = elapsed / finished_here * (total - done)
+        text += f", ~{max(1.0, left):.0f} s left"
+    return text + ")"
 
 
 def run_build(plan, key_dir: Path) -> None:
@@ -402,6 +417,7 @@ def _run_ninja(
     )
     lines: list[str] = []
     done = [0]  # units finished: those an earlier attempt left, then ninja's
+    kept = [None]  # units an earlier attempt left (known from ninja's first status line)
 
     def reader():
         for line in proc.stdout:
@@ -411,6 +427,8 @@ def _run_ninja(
                 # ninja prints "[f/t]" when an edge *starts*; f-1 of the t edges it runs have
                 # finished, and the units it does not run were finished before.
                 started, planned = int(match.group(1)), int(match.group(2))
+                if kept[0] is None:
+                    kept[0] = total_units - planned
                 done[0] = max(done[0], total_units - planned + started - 1)
 
     thread = threading.Thread(target=reader, daemon=True)
@@ -427,12 +445,10 @@ def _run_ninja(
         if elapsed >= PROGRESS_AFTER_S and (
             done[0] != last_done or elapsed - last_report >= PROGRESS_EVERY_S
         ):
-            print(
-                f"oasr-jit: building {label} ({_context_text()}"
-                f"{min(done[0], total_units)}/{total_units} units, {elapsed:.0f} s)",
-                file=sys.stderr,
-                flush=True,
+            line = progress_line(
+                label, _context_text(), done[0], total_units, elapsed, kept[0] or 0
             )
+            print(line, file=sys.stderr, flush=True)
             last_report, last_done = elapsed, done[0]
     thread.join()
     if last_done >= 0:

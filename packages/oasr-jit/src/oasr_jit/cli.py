@@ -369,6 +369,7 @@ def _missing_line(missing, total: int) -> str:
 def cmd_jit_list(args) -> int:
     from .core import check_requirements
     from .elf import is_complete_shared_object
+    from .prebuilt import prebuilt_key, source_of
 
     if not discover_families():
         print("no OASR families installed (pip install oasr-<family>)")
@@ -387,6 +388,10 @@ def cmd_jit_list(args) -> int:
         shown = f"{len(specs)} of {count}" if len(specs) != count else f"{count}"
         print(f"  {fam.name} ({fam.module} {fam.version}): {shown} modules")
         for spec in specs:
+            shipped = source_of(spec)
+            if shipped is not None:
+                print(f"    {spec.name:<40} {prebuilt_key(spec)}  prebuilt ({shipped})")
+                continue
             if spec.name in lacking:
                 print(f"    {spec.name:<40} (no key: needs {lacking[spec.name]})")
                 continue
@@ -397,10 +402,25 @@ def cmd_jit_list(args) -> int:
     return 0
 
 
+def _cache_package_rows() -> list[dict]:
+    from .prebuilt import installed_packages
+
+    return [
+        {
+            "distribution": p.distribution,
+            "version": p.version,
+            "path": str(p.root),
+            "modules": sorted(p.modules),
+        }
+        for p in installed_packages()
+    ]
+
+
 def cmd_jit_status(args) -> int:
     from .cache import inventory
 
     entries = inventory()
+    packages = _cache_package_rows()
     if args.json:
         print(
             json.dumps(
@@ -415,11 +435,27 @@ def cmd_jit_status(args) -> int:
                         "path": str(e.path),
                     }
                     for e in entries
+                ]
+                + [
+                    {
+                        "module": m,
+                        "state": "prebuilt",
+                        "package": f"{p['distribution']} {p['version']}",
+                        "path": p["path"],
+                    }
+                    for p in packages
+                    for m in p["modules"]
                 ],
                 indent=1,
             )
         )
         return 0
+    for p in packages:
+        print(
+            f"prebuilt: {p['distribution']} {p['version']} ({p['path']}): "
+            f"{len(p['modules'])} modules; `oasr jit list` says which of them this process "
+            "loads from it"
+        )
     root = env.jit_dir()
     print(
         f"JIT cache {root}: {len(entries)} keys, {_human_bytes(sum(e.size_bytes for e in entries))}"
@@ -512,7 +548,15 @@ def cmd_jit_prebuild(args) -> int:
             print(line, flush=True)
     if failures:
         print(f"{failures} module(s) failed to build", file=sys.stderr)
-    return 1 if failures else 0
+        if args.wheel:
+            print("no wheel written: every selected module must build", file=sys.stderr)
+        return 1
+    if args.wheel:
+        from .prebuilt import write_wheel
+
+        wheel = write_wheel(specs, Path(args.wheel), arch=target, version=args.wheel_version)
+        print(f"wrote {wheel} ({len(specs)} modules for {target.sm})", flush=True)
+    return 0
 
 
 def cmd_jit_prune(args) -> int:
@@ -675,6 +719,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_selection_arguments(p)
     p.add_argument("--jobs", type=int, help="parallel compiler jobs (default: cores and memory)")
+    p.add_argument(
+        "--wheel",
+        metavar="DIR",
+        help="also package the built modules as the wheel oasr-jit-cache-smNN into DIR",
+    )
+    p.add_argument(
+        "--wheel-version", metavar="VERSION", help="the wheel's version (default: oasr-jit's)"
+    )
     p.set_defaults(func=cmd_jit_prebuild)
 
     p = jsub.add_parser(

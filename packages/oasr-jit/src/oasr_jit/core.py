@@ -217,6 +217,7 @@ class JitSpec:
         self.is_cuda = any(src.is_cuda for src in self.sources)
         self._plan_lock = threading.Lock()
         self._plan: _BuildPlan | None = None
+        self._portable_plan: _BuildPlan | None = None
 
     def __repr__(self) -> str:
         kind = "cuda" if self.is_cuda else "host"
@@ -230,6 +231,14 @@ class JitSpec:
             if self._plan is None:
                 self._plan = _BuildPlan(self)
             return self._plan
+
+    def portable_plan(self) -> _BuildPlan:
+        """The build with the compilers as placeholders (``${CXX}``, ``${NVCC}``): what a
+        prebuilt artifact is matched on (`oasr_jit.prebuilt`). Needs no compiler."""
+        with self._plan_lock:
+            if self._portable_plan is None:
+                self._portable_plan = _BuildPlan(self, portable=True)
+            return self._portable_plan
 
     @property
     def key(self) -> str:
@@ -264,7 +273,13 @@ class JitSpec:
         return self.lib_path
 
     def build_and_load(self):
-        """Compile if needed, then load; the ``tvm_ffi.Module`` (one per key and process)."""
+        """Load the matching prebuilt artifact of an installed cache package (`oasr_jit.prebuilt`),
+        else compile if needed and load; the ``tvm_ffi.Module`` (one per key and process)."""
+        from . import prebuilt
+
+        shipped = prebuilt.load(self)
+        if shipped is not None:
+            return shipped
         key = self.key
         with _state_lock:
             module = _loaded.get(key)
@@ -290,12 +305,21 @@ def _touch(path: Path) -> None:
 class _BuildPlan:
     """Everything resolved for one spec: tools, flags, ninja text, key."""
 
-    def __init__(self, spec: JitSpec):
+    def __init__(self, spec: JitSpec, *, portable: bool = False):
+        # portable: the compilers are placeholders and their versions stay out (the form a
+        # prebuilt artifact is matched on); such a plan is never built.
         self.spec = spec
+        self.portable = portable
         roots = _Roots()
         tvm = env.tvm_ffi_info()
-        self.cxx = toolchain.host_compiler()
-        tools = {"cxx": [self.cxx.path, self.cxx.identity], "tvm_ffi": tvm.version}
+        if portable:
+            self.cxx = None
+            self.cxx_path = "${CXX}"
+            tools = {"tvm_ffi": tvm.version}
+        else:
+            self.cxx = toolchain.host_compiler()
+            self.cxx_path = self.cxx.path
+            tools = {"cxx": [self.cxx.path, self.cxx.identity], "tvm_ffi": tvm.version}
 
         includes = [roots.add("OASR_JIT_INCLUDE", env.OASR_JIT_INCLUDE_DIR)]
         includes.append(roots.add("OASR_JIT_CSRC", env.OASR_JIT_CSRC_DIR))
@@ -329,8 +353,14 @@ class _BuildPlan:
         inc_flags = [f"-I${{{placeholder}}}" for placeholder in includes]
         cflags = [*DEFAULT_CFLAGS, *inc_flags]
         ldflags = [f"-L${{{tvm_lib}}}", "-ltvm_ffi"]
-        if spec.is_cuda:
+        if spec.is_cuda and portable:
+            self.nvcc = None
+            self.nvcc_path = "${NVCC}"
+            self.arch = _arch.target_arch()
+            toolkit_include = "${CUDA_HOME}/include"
+        elif spec.is_cuda:
             self.nvcc = toolchain.nvcc()
+            self.nvcc_path = self.nvcc.path
             self.arch = _arch.target_arch()
             # A family asked for an architecture it does not declare refuses, naming those
             # it serves (families.Family.supported_compute_capability).
@@ -339,9 +369,11 @@ class _BuildPlan:
             # "Unsupported gpu architecture".
             toolchain.check_arch_buildable(self.nvcc, self.arch)
             tools["nvcc"] = [self.nvcc.path, self.nvcc.identity]
+            toolkit_include = str(self.nvcc.toolkit_root / "include")
+        if spec.is_cuda:
             cuda_cflags = [
                 *DEFAULT_CUDA_CFLAGS,
-                f"-ccbin={self.cxx.path}",
+                f"-ccbin={self.cxx_path}",
                 *self.arch.gencode_flags(),
                 f"-DOASR_TARGET_SM={self.arch.capability}",
                 *inc_flags,
@@ -349,16 +381,17 @@ class _BuildPlan:
                 *env.env_flags("OASR_EXTRA_CUDAFLAGS"),
             ]
             # host TUs of a CUDA module may include the runtime's headers
-            cflags.append(f"-I{self.nvcc.toolkit_root / 'include'}")
+            cflags.append(f"-I{toolkit_include}")
             # nvcc links the CUDA runtime statically by default: the module needs no
             # libcudart at load time and shares the driver's primary context with torch.
-            linker = self.nvcc.path
-            ldflags = ["-shared", "-Xlinker=--no-undefined", f"-ccbin={self.cxx.path}", *ldflags]
+            linker = self.nvcc_path
+            ldflags = ["-shared", "-Xlinker=--no-undefined", f"-ccbin={self.cxx_path}", *ldflags]
         else:
             self.nvcc = None
+            self.nvcc_path = None
             self.arch = None
             cuda_cflags = []
-            linker = self.cxx.path
+            linker = self.cxx_path
             ldflags = ["-shared", "-Wl,--no-undefined", *ldflags]
         # --no-undefined: a symbol the module uses but nothing defines (a launcher declared with
         # other parameters than its definition) fails the link, instead of loading lazily and
@@ -411,13 +444,13 @@ class _BuildPlan:
         name = self.spec.name
         lines = [
             "ninja_required_version = 1.3",
-            f"cxx = {tool(self.cxx.path)}",
+            f"cxx = {tool(self.cxx_path)}",
             f"cflags = {args(self.cflags)}",
             f"linker = {tool(self.linker)}",
             f"ldflags = {args(self.ldflags)}",
         ]
-        if self.nvcc is not None:
-            lines += [f"nvcc = {tool(self.nvcc.path)}", f"cuda_cflags = {args(self.cuda_cflags)}"]
+        if self.nvcc_path is not None:
+            lines += [f"nvcc = {tool(self.nvcc_path)}", f"cuda_cflags = {args(self.cuda_cflags)}"]
         lines += [
             "",
             "rule cxx",
@@ -425,7 +458,7 @@ class _BuildPlan:
             "  description = compile $out",
             "",
         ]
-        if self.nvcc is not None:
+        if self.nvcc_path is not None:
             lines += [
                 "rule nvcc",
                 "  command = $nvcc $cuda_cflags -c $in -o $out",
@@ -453,6 +486,9 @@ class _BuildPlan:
 
     def build_locked(self) -> None:
         from .build import run_build
+
+        if self.portable:
+            raise RuntimeError(f"the portable plan of {self.spec.name} names no compilers")
 
         spec = self.spec
         key_dir = spec.key_dir
