@@ -27,10 +27,15 @@ def hopper(monkeypatch):
 
 def test_every_production_module_compiles_for_sm90a(hopper):
     from oasr_jit import discover_families
+    from oasr_norm import _jit
 
     specs = discover_families()["norm"].production_specs(hopper)
+    rows = {_jit.row_norm_name(*variant) for variant in _jit.row_norm_variants()}
+    assert (
+        len(rows) == 27 and "oasr_norm_layer_fp16" in rows and "oasr_norm_add_rms_act_bf16" in rows
+    )
     assert {s.name for s in specs} == {
-        "oasr_norm_rows",
+        *rows,
         "oasr_norm_channels",
         "oasr_norm_activation",
         "oasr_norm_softmax",

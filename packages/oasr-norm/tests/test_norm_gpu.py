@@ -133,7 +133,7 @@ def test_empty_input_launches_nothing():
 
 
 def test_launcher_refusals_leave_the_context_healthy():
-    module = _jit.module("rows")
+    module = _jit.row_norm_module("layer", "fp16")
     x = _randn(4, 64, dtype=torch.float16)
     out = torch.empty_like(x)
     with pytest.raises(ValueError, match="CUDA tensor"):
@@ -148,8 +148,17 @@ def test_launcher_refusals_leave_the_context_healthy():
         module.row_norm(out, None, x, None, x[0, :8], None, None, None, 0, 1e-5, 0)
     with pytest.raises(ValueError, match="unknown activation"):
         module.row_norm(out, None, x, None, None, None, None, None, 0, 1e-5, 42)
-    with pytest.raises(ValueError, match="BiasNorm needs"):
+    with pytest.raises(ValueError, match="oasr_norm_layer_fp16 holds norm kind 0, not 2"):
         module.row_norm(out, None, x, None, None, None, None, None, 2, 1e-5, 0)
+    with pytest.raises(ValueError, match="has no fused activation"):
+        module.row_norm(out, None, x, None, None, None, None, None, 0, 1e-5, 1)
+    with pytest.raises(ValueError, match="takes no residual"):
+        module.row_norm(out, out.clone(), x, x.clone(), None, None, None, None, 0, 1e-5, 0)
+    with pytest.raises(TypeError, match="another dtype"):
+        module.row_norm(out.float(), None, x.float(), None, None, None, None, None, 0, 1e-5, 0)
+    bias = _jit.row_norm_module("bias", "fp16")
+    with pytest.raises(ValueError, match="BiasNorm needs"):
+        bias.row_norm(out, None, x, None, None, None, None, None, 2, 1e-5, 0)
     channels = _jit.module("channels")
     with pytest.raises(ValueError, match="groups must divide"):
         channels.group_norm(out, x, None, None, 3, 1e-5)

@@ -1,10 +1,12 @@
-"""JIT generators of the norm family: four modules, each holding every dtype.
+"""JIT generators of the norm family.
 
-    oasr_norm_rows        layer/RMS/bias norm (+ fused add, + fused activation), one rendered
-                          TU per dtype so nvcc builds them in parallel
-    oasr_norm_channels    batch_norm1d (BTC, per channel) and group_norm
-    oasr_norm_activation  the elementwise activations and GLU
-    oasr_norm_softmax     softmax, log_softmax, masked_softmax
+    oasr_norm_<op>[_act]_<dtype>  one row norm for one dtype: op in ROW_NORM_OPS (layer, rms,
+                                  add_layer, add_rms, bias), _act the fused-activation kernels
+                                  (not for bias); 11 kernels each, so a first call compiles
+                                  what it can launch and nothing else
+    oasr_norm_channels            batch_norm1d (BTC, per channel) and group_norm
+    oasr_norm_activation          the elementwise activations and GLU
+    oasr_norm_softmax             softmax, log_softmax, masked_softmax
 
 Module names carry no arch: the key does (one architecture per process).
 """
@@ -29,15 +31,52 @@ def _csrc(*names: str) -> list[Path]:
     return [CSRC_DIR / n for n in names]
 
 
-def gen_row_norm_module() -> JitSpec:
-    templates = [
-        (f"row_norm_{tag}.cu", TEMPLATE_DIR / "row_norm.cu.jinja", {"dtype": ctype})
-        for tag, ctype in DTYPES.items()
+#: row-norm op -> (RowNormKind, fused residual add)
+ROW_NORM_OPS = {
+    "layer": ("kLayer", False),
+    "rms": ("kRms", False),
+    "add_layer": ("kLayer", True),
+    "add_rms": ("kRms", True),
+    "bias": ("kBias", False),
+}
+
+
+def row_norm_name(op: str, dtype: str, activated: bool = False) -> str:
+    """The module of one row norm: ``oasr_norm_layer_fp16``, ``oasr_norm_add_rms_act_bf16``."""
+    if op not in ROW_NORM_OPS:
+        raise ValueError(f"unknown row-norm op {op!r}; one of {sorted(ROW_NORM_OPS)}")
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(DTYPES)}")
+    if activated and op == "bias":
+        raise ValueError("bias_norm has no fused activation")
+    return f"oasr_norm_{op}{'_act' if activated else ''}_{dtype}"
+
+
+def row_norm_variants() -> list[tuple[str, str, bool]]:
+    """Every (op, dtype, activated) with a module."""
+    return [
+        (op, dtype, activated)
+        for op in ROW_NORM_OPS
+        for activated in ((False,) if op == "bias" else (False, True))
+        for dtype in DTYPES
     ]
+
+
+def gen_row_norm_module(op: str, dtype: str, activated: bool = False) -> JitSpec:
+    name = row_norm_name(op, dtype, activated)
+    kind, add = ROW_NORM_OPS[op]
+    context = {
+        "module": name,
+        "dtype": DTYPES[dtype],
+        "kind": kind,
+        "add": add,
+        "activated": activated,
+    }
+    # One CUDA unit (launcher + kernels) and the exports as host C++ (no nvcc front end).
     return gen_jinja_jit_spec(
-        "oasr_norm_rows",
-        templates,
-        sources=_csrc("row_norm.cu", "row_norm_jit_binding.cu"),
+        name,
+        [(f"{name}.cu", TEMPLATE_DIR / "row_norm.cu.jinja", context)],
+        sources=_csrc("row_norm_jit_binding.cc"),
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
     )
 
@@ -67,7 +106,6 @@ def gen_softmax_module() -> JitSpec:
 
 
 GENERATORS = {
-    "rows": gen_row_norm_module,
     "channels": gen_channel_norm_module,
     "activation": gen_activation_module,
     "softmax": gen_softmax_module,
@@ -76,10 +114,17 @@ GENERATORS = {
 
 def production_specs(arch) -> list[JitSpec]:
     """Every module of the family (all are production modules; none is arch-specific)."""
-    return [gen() for gen in GENERATORS.values()]
+    rows = [gen_row_norm_module(*variant) for variant in row_norm_variants()]
+    return [*rows, *(gen() for gen in GENERATORS.values())]
 
 
 @functools.cache
 def module(kind: str):
-    """The loaded module of one kind ("rows", "channels", "activation", "softmax")."""
+    """The loaded module of one kind ("channels", "activation", "softmax")."""
     return GENERATORS[kind]().build_and_load()
+
+
+@functools.cache
+def row_norm_module(op: str, dtype: str, activated: bool = False):
+    """The loaded module of one row norm (`row_norm_name`)."""
+    return gen_row_norm_module(op, dtype, activated).build_and_load()

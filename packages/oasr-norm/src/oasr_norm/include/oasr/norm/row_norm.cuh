@@ -458,36 +458,9 @@ cudaError_t launch_row_norm_kind(const RowNormArgs<T>& args, cudaStream_t stream
   return cudaGetLastError();
 }
 
-template <typename T, RowNormKind kKind, bool kAdd>
-cudaError_t launch_row_norm_activated(const RowNormArgs<T>& args, cudaStream_t stream) {
-  return args.activation == Activation::kNone
-             ? launch_row_norm_kind<T, kKind, kAdd, false>(args, stream)
-             : launch_row_norm_kind<T, kKind, kAdd, true>(args, stream);
-}
-
-// Launch one row normalization; `add` selects the fused-residual kernels. rows <= 2^31 - 1
-// (checked by the launcher). Instantiated once per dtype in its own translation unit.
-template <typename T>
-cudaError_t launch_row_norm(const RowNormArgs<T>& args, bool add, cudaStream_t stream) {
-  switch (args.kind) {
-    case RowNormKind::kLayer:
-      return add ? launch_row_norm_activated<T, RowNormKind::kLayer, true>(args, stream)
-                 : launch_row_norm_activated<T, RowNormKind::kLayer, false>(args, stream);
-    case RowNormKind::kRms:
-      return add ? launch_row_norm_activated<T, RowNormKind::kRms, true>(args, stream)
-                 : launch_row_norm_activated<T, RowNormKind::kRms, false>(args, stream);
-    case RowNormKind::kBias:
-      return launch_row_norm_activated<T, RowNormKind::kBias, false>(args, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
-// Each dtype is compiled in its own translation unit (templates/row_norm.cu.jinja), so nvcc
-// builds them in parallel; everyone else only declares.
-extern template cudaError_t launch_row_norm<float>(const RowNormArgs<float>&, bool, cudaStream_t);
-extern template cudaError_t launch_row_norm<half>(const RowNormArgs<half>&, bool, cudaStream_t);
-extern template cudaError_t launch_row_norm<bfloat16>(const RowNormArgs<bfloat16>&, bool,
-                                                      cudaStream_t);
+// Every kernel of one op (kind, fused add, activated) for one dtype is instantiated by
+// launch_row_norm_kind<T, kKind, kAdd, kActivated>: one JIT module each (oasr_norm._jit), so a
+// first call compiles the 11 kernels it can launch. BiasNorm has neither a fused add nor an
+// activation.
 
 }  // namespace oasr::norm

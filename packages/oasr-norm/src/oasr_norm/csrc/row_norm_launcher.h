@@ -1,16 +1,25 @@
 // Launcher of the row normalizations (LayerNorm, RMSNorm, BiasNorm, each optionally with a fused
-// residual add and activation). One entry point; oasr_norm.normalization maps the public ops
+// residual add and activation). Each JIT module is one (dtype, kind, fused add, activated)
+// instantiation of row_norm_launch, defined as the module's `row_norm` by
+// templates/row_norm.cu.jinja; oasr_norm.normalization picks the module and maps the public ops
 // onto it.
+#pragma once
+
+#include <type_traits>
+
 #include "oasr/norm/row_norm.cuh"
 #include "tvm_ffi_utils.h"
 
-using namespace oasr;
+namespace oasr {
 
 // out = act(norm(x [+ residual])); residual_out = x + residual when residual is given.
-// kind: 0 LayerNorm (weight, beta), 1 RMSNorm (weight), 2 BiasNorm (center, log_scale).
-void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, OptionalTensor residual,
-              OptionalTensor weight, OptionalTensor beta, OptionalTensor center,
-              OptionalTensor log_scale, int64_t kind, double eps, int64_t activation) {
+// kind: 0 LayerNorm (weight, beta), 1 RMSNorm (weight), 2 BiasNorm (center, log_scale); it and
+// the presence of residual must be the module's, a nonzero activation needs an activated module.
+template <typename TModule, norm::RowNormKind kKind, bool kAdd, bool kActivated>
+void row_norm_launch(const char* module, TensorView out, OptionalTensor residual_out,
+                     TensorView x, OptionalTensor residual, OptionalTensor weight,
+                     OptionalTensor beta, OptionalTensor center, OptionalTensor log_scale,
+                     int64_t kind, double eps, int64_t activation) {
   DeviceScope scope(out);
   check_out_like(out, x, "x");
   const RowView rows = as_rows(x, "x");
@@ -18,6 +27,16 @@ void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, Optiona
   if (kind < 0 || kind > 2) TVM_FFI_THROW(ValueError) << "unknown norm kind " << kind;
   if (activation < 0 || activation >= int64_t(norm::Activation::kCount)) {
     TVM_FFI_THROW(ValueError) << "unknown activation code " << activation;
+  }
+  if (kind != int64_t(kKind)) {
+    TVM_FFI_THROW(ValueError) << module << " holds norm kind " << int(kKind) << ", not " << kind;
+  }
+  if (activation != 0 && !kActivated) {
+    TVM_FFI_THROW(ValueError) << module << " has no fused activation (its _act twin has)";
+  }
+  if (residual.has_value() != kAdd) {
+    TVM_FFI_THROW(ValueError) << module << (kAdd ? " needs" : " takes no")
+                              << " residual and residual_out";
   }
   RowView res_rows, res_out_rows;
   if (residual.has_value() != residual_out.has_value()) {
@@ -54,6 +73,10 @@ void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, Optiona
   if (rows.rows > 0x7fffffff) TVM_FFI_THROW(ValueError) << "x has more than 2^31 - 1 rows";
 
   OASR_DISPATCH_FLOAT_DTYPE(x.dtype(), "x", T, [&] {
+    if constexpr (!std::is_same_v<T, TModule>) {
+      TVM_FFI_THROW(TypeError) << module << " holds the kernels of another dtype than x's "
+                               << dtype_name(x.dtype());
+    } else {
     norm::RowNormArgs<T> args;
     args.out = reinterpret_cast<T*>(data_bytes(out));
     args.x = reinterpret_cast<const T*>(data_bytes(x));
@@ -73,7 +96,10 @@ void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, Optiona
     args.eps = static_cast<float>(eps);
     args.kind = static_cast<norm::RowNormKind>(kind);
     args.activation = static_cast<norm::Activation>(activation);
-    check_cuda_status(norm::launch_row_norm<T>(args, residual.has_value(), scope.stream()),
+    check_cuda_status(norm::launch_row_norm_kind<T, kKind, kAdd, kActivated>(args, scope.stream()),
                       "row_norm launch");
+    }
   });
 }
+
+}  // namespace oasr

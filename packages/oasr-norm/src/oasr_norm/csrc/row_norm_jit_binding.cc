@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_norm_rows module.
+// TVM-FFI exports of every row-norm module (oasr_norm_layer_fp16, ...: oasr_norm._jit).
 #include "tvm_ffi_utils.h"
 
 void row_norm(TensorView out, OptionalTensor residual_out, TensorView x, OptionalTensor residual,
