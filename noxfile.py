@@ -229,7 +229,7 @@ def wheels(session: nox.Session) -> None:
 def aot_sm90(session: nox.Session) -> None:
     """Prebuild every family's production modules for 9.0a and package them as the wheel
     oasr-jit-cache-sm90 in dist/aot/ (extra arguments go to `oasr jit prebuild`, e.g.
-    ``-- --family norm`` or ``-- --module oasr_norm_rows``)."""
+    ``-- --family norm`` or ``-- --module oasr_norm_layer_fp16``)."""
     _install(session, *_local_packages())
     out = ROOT / "dist" / "aot"
     shutil.rmtree(out, ignore_errors=True)

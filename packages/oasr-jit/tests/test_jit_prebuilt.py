@@ -334,10 +334,10 @@ def test_prebuild_wheel_list_and_status(tmp_path):
 
 
 def test_progress_line_estimates_what_is_left():
-    label, op = "oasr_norm_rows for sm_90a", "first call of oasr.layer_norm (float16), "
+    label, op = "oasr_norm_layer_fp16 for sm_90a", "first call of oasr.layer_norm (float16), "
     assert progress_line(label, op, 0, 5, 4.0) == (
-        "oasr-jit: building oasr_norm_rows for sm_90a (first call of oasr.layer_norm (float16), "
-        "0/5 units, 4 s)"
+        "oasr-jit: building oasr_norm_layer_fp16 for sm_90a "
+        "(first call of oasr.layer_norm (float16), 0/5 units, 4 s)"
     )
     assert progress_line(label, op, 2, 5, 40.0).endswith("2/5 units, 40 s, ~60 s left)")
     # units kept from an interrupted build do not count towards the pace
