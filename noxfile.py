@@ -39,7 +39,7 @@ FAMILY_ARCHS = {
     "120": "12.0a",
 }
 #: `<family>-sm<NN>` posargs that go to `oasr jit prebuild` (with their value); the rest go to
-#: pytest: ``nox -s gemm-sm120 -- --filter oasr_gemm_fp16 -x``
+#: pytest: ``nox -s gemm-sm120 -- --filter oasr_gemm_fp16_ -x``
 PREBUILD_OPTIONS = ("--filter", "--module", "--jobs")
 
 nox.options.sessions = ["tests"]

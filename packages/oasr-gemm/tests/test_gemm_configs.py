@@ -84,7 +84,7 @@ def test_constraints_cut_what_cannot_build_or_spills():
     assert "cluster" in configs.reject_reason(GemmConfig(128, 128, 64, 2, 2, "cooperative"))
 
 
-def test_production_and_tuning_modules_split_the_space():
+def test_production_and_tuning_configs_split_the_space():
     production = configs.production_configs("9.0a")
     tuning = configs.tuning_configs("9.0a")
     assert configs.DEFAULT == production[0]
@@ -93,7 +93,7 @@ def test_production_and_tuning_modules_split_the_space():
     assert all(configs.reject_reason(c) is None for c in production)
 
 
-def test_shipped_configs_join_the_production_module_once(tmp_path, monkeypatch):
+def test_shipped_configs_join_the_production_set_once(tmp_path, monkeypatch):
     shipped = GemmConfig(256, 128, 64, 2, 1, "cooperative")
     shipped_sm80 = Sm80Config(64, 128, 64, 32, 64, 4, "serial", 4)
     unbuildable = GemmConfig(256, 256, 64, 1, 1, "cooperative")

@@ -229,8 +229,8 @@ def test_refusals():
     with pytest.raises(ValueError, match="contiguous"):
         oasr_gemm.gemm(A, B.T.contiguous().T)
     # the module re-checks what the API checked: a direct call raises, nothing faults
-    module = _jit.production_module()
     default = configs.default_config(ARCH)
+    module = _jit.config_module(default, "fp16")
     fn_name = _jit.function_name(default, "fp16")
     fn = getattr(module, fn_name)
     if default.lane == configs.SM80_LANE:  # no sm90 lane on this GPU: sm80 signature

@@ -16,16 +16,16 @@ def _rendered(spec) -> dict:
     return {
         s.name: s.text
         for s in spec.sources
-        if getattr(s, "text", None) and not s.name.endswith("_jit_binding.cu")
+        if getattr(s, "text", None) and not s.name.endswith("_jit_binding.cc")
     }
 
 
 def _binding(spec) -> str:
-    """The text of a spec's one binding unit, ``<module>_jit_binding.cu``; no other unit
+    """The text of a spec's one binding unit, ``<module>_jit_binding.cc``; no other unit
     exports."""
     units = {s.name: s.text for s in spec.sources if getattr(s, "text", None)}
     assert not any("TVM_FFI_DLL_EXPORT" in text for text in _rendered(spec).values())
-    return units[f"{spec.name}_jit_binding.cu"]
+    return units[f"{spec.name}_jit_binding.cc"]
 
 
 def test_one_unit_per_config_and_dtype_with_the_config_baked_in():
@@ -72,18 +72,14 @@ def test_kernels_that_add_a_matrix_c_are_units_of_their_own():
     # the sm80 lane's kernels take C at run time: one name either way, no with-C unit
     sm80 = configs.Sm80Config(64, 64, 64, 32, 32, 4)
     assert _jit.function_name(sm80, "fp16", "swish", True) == f"gemm_swish_fp16_{sm80.id}"
-    tuned = _jit.gen_tuning_module(sm80, "fp16", with_c=True)
-    assert tuned.name == f"oasr_gemm_tune_fp16_{sm80.id}"
+    tuned = _jit.gen_config_module(sm80, "fp16", with_c=True)
+    assert tuned.name == f"oasr_gemm_fp16_{sm80.id}"
     with pytest.raises(ValueError, match="run time"):
         _jit.gen_gemm_module("oasr_gemm_test", [sm80], ("fp16",), with_c=True)
-    prod = _jit.gen_production_module("gelu", "bf16", with_c=True, arch=HOPPER)
-    assert prod.name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16_c"
-    units = sorted(_rendered(prod))
-    sm90 = [x for x in configs.production_configs(HOPPER) if x.lane != configs.SM80_LANE]
-    assert units == sorted(f"gemm_gelu_bf16_{x.id}_c.cu" for x in sm90)
-    assert all(f"gemm_gelu_bf16_{x.id}_c, " in _binding(prod) for x in sm90)
-    tune = _jit.gen_tuning_module(c, "fp16", "relu", with_c=True)
-    assert tune.name == f"oasr_gemm_tune_relu_fp16_{c.id}_c"
+    spec = _jit.gen_config_module(c, "fp16", "relu", with_c=True)
+    assert spec.name == f"oasr_gemm_relu_fp16_{c.id}_c"
+    assert list(_rendered(spec)) == [f"gemm_relu_fp16_{c.id}_c.cu"]
+    assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC(gemm_relu_fp16_{c.id}_c, " in _binding(spec)
 
 
 def test_sm80_units_name_their_split_and_export_the_workspace_size():
@@ -103,40 +99,42 @@ def test_sm80_units_name_their_split_and_export_the_workspace_size():
     assert f"TVM_FFI_DLL_EXPORT_TYPED_FUNC({function}_workspace, {function}_workspace);" in binding
     assert "OptionalTensor c, OptionalTensor workspace);" in binding  # the sm80 signature
     assert "oasr::gemm::SplitK::kStreamK, 1," in rendered[f"gemm_bf16_{streamk.id}.cu"]
-    swish = _jit.gen_tuning_module(serial, "fp16", "swish")
-    assert swish.name == f"oasr_gemm_tune_swish_fp16_{serial.id}"
+    swish = _jit.gen_config_module(serial, "fp16", "swish")
+    assert swish.name == f"oasr_gemm_swish_fp16_{serial.id}"
     (unit,) = _rendered(swish).values()
     assert "oasr::gemm::SwishAct>;" in unit
 
 
-def test_production_and_tuning_specs():
-    prod = _jit.gen_production_module(arch=HOPPER)
-    assert prod.name == f"{_jit.PRODUCTION_MODULE}_fp16" and prod.use_cutlass
-    names = list(_rendered(prod))
-    assert len(names) == len(configs.production_configs(HOPPER))  # one dtype per module
-    assert all(n.startswith("gemm_fp16_") for n in names)
-    gelu = _jit.gen_production_module("gelu", "bf16", arch=HOPPER)
-    assert gelu.name == f"{_jit.PRODUCTION_MODULE}_gelu_bf16"
+def test_one_module_per_variant_and_the_production_set():
+    """A call builds one CUTLASS unit: each (config, dtype, epilogue, with C) is its own module,
+    named after the function it exports; the prebuilt set is the production configs' variants."""
     first = configs.tuning_configs(HOPPER)[0]
-    tune = _jit.gen_tuning_module(first, "bf16")
-    assert tune.name == f"oasr_gemm_tune_bf16_{first.id}"
-    assert list(_rendered(tune)) == [f"gemm_bf16_{first.id}.cu"]
-    assert f"{tune.name}_jit_binding.cu" in [s.name for s in tune.sources]
-    swish = _jit.gen_tuning_module(first, "fp16", "swish")
-    assert swish.name == f"oasr_gemm_tune_swish_fp16_{first.id}"
+    spec = _jit.gen_config_module(first, "bf16")
+    assert spec.name == f"oasr_gemm_bf16_{first.id}" and spec.use_cutlass
+    assert list(_rendered(spec)) == [f"gemm_bf16_{first.id}.cu"]
+    assert sorted(s.name for s in spec.sources) == sorted(
+        [f"gemm_bf16_{first.id}.cu", f"{spec.name}_jit_binding.cc"]
+    )
+    production = configs.production_configs(HOPPER)
     acts = ("", "relu_", "swish_", "gelu_", "gelu_tanh_")
+    expected = [
+        f"oasr_gemm_{act}{dt}_{x.id}{c}"
+        for c in ("", "_c")
+        for act in acts
+        for dt in ("fp16", "bf16")
+        for x in production
+        if not c or x.lane != configs.SM80_LANE
+    ]
     assert [s.name for s in _jit.production_specs(HOPPER)] == [
-        *(
-            f"{_jit.PRODUCTION_MODULE}_{act}{dt}{c}"
-            for c in ("", "_c")
-            for act in acts
-            for dt in ("fp16", "bf16")
-        ),
+        *expected,
         _jit.BMM_MODULE,
         _jit.GROUP_MODULE,
         _jit.LOG_SOFTMAX_MODULE,
         _jit.HEAD_MODULE,
     ]
+    # off sm_90: the sm80 lane's production configs, no with-C kernels, no fused heads
+    ampere = [s.name for s in _jit.production_specs(parse_arch("8.0"))]
+    assert not any(n.endswith("_c") for n in ampere) and _jit.HEAD_MODULE not in ampere
 
 
 def test_bmm_units_per_dtype_and_b_layout():
@@ -193,7 +191,7 @@ def test_static_modules_export_from_their_binding_units():
         (_jit.gen_head_module(), ["log_softmax_head_sm90", "log_softmax_cluster_sm90"]),
     ):
         paths = [s.path for s in spec.sources]
-        (binding,) = [p for p in paths if p.name.endswith("_jit_binding.cu")]
+        (binding,) = [p for p in paths if "_jit_binding." in p.name]
         assert binding.name == spec.name.removeprefix("oasr_gemm_") + "_jit_binding.cu"
         text = binding.read_text()
         for export in exports:

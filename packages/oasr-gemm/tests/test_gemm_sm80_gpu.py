@@ -39,9 +39,9 @@ ACTS = {
 @pytest.fixture(scope="module", autouse=True)
 def built():
     """Every module these tests use, built side by side (one unit each)."""
-    specs = [_jit.gen_tuning_module(c, dt) for c in SPLITS.values() for dt in DTYPES]
+    specs = [_jit.gen_config_module(c, dt) for c in SPLITS.values() for dt in DTYPES]
     specs += [
-        _jit.gen_tuning_module(SPLITS[s], "fp16", act)
+        _jit.gen_config_module(SPLITS[s], "fp16", act)
         for s in ("serial", "parallel", "streamk")
         for act in ACTS
     ]
@@ -110,9 +110,9 @@ def test_the_workspace_contract():
     A, B, bias = _inputs(64, 512, 512, dtype, seed=3)
     out = torch.empty(64, 512, device="cuda", dtype=dtype)
     config = SPLITS["parallel"]
-    fn = getattr(_jit.tuning_module(config, "fp16"), _jit.function_name(config, "fp16"))
+    fn = getattr(_jit.config_module(config, "fp16"), _jit.function_name(config, "fp16"))
     size = getattr(
-        _jit.tuning_module(config, "fp16"), _jit.function_name(config, "fp16") + "_workspace"
+        _jit.config_module(config, "fp16"), _jit.function_name(config, "fp16") + "_workspace"
     )
     need = size(64, 512, 512, A.device.index)
     assert need == 4 * 64 * 512 * 4  # fp32 partials of four slices

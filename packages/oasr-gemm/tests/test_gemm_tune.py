@@ -131,7 +131,7 @@ def test_candidate_configs_named_on_the_command_line():
     production = list(configs.production_configs("9.0a"))
     assert tune.candidate_configs("production", "9.0a") == production
     assert tune.candidate_configs("all") == configs.all_configs()
-    extra = configs.tuning_configs("9.0a")[0]  # not in the production module
+    extra = configs.tuning_configs("9.0a")[0]  # not a production config
     chosen = tune.candidate_configs(f"{extra.id}, {DEFAULT.id}", "9.0a")
     assert chosen == [*production, extra]
     with pytest.raises(SystemExit, match="unknown config"):

@@ -3,17 +3,16 @@ activation), from the template of the config's lane (sm90: TMA + wgmma; sm80: mm
 split-K / Stream-K); the activation is compiled into the epilogue
 (include/oasr/gemm/gemm_activation.cuh says why).
 
-    oasr_gemm_<dtype>        the production module of one dtype: the default config, the basis
-                             and the configs the shipped tuning file names, the identity
-                             epilogue (gemm: a bias, no activation)
-    oasr_gemm_<act>_<dtype>  the same configs with activation <act> (relu, swish, gelu,
-                             gelu_tanh), built on the first gemm_activation call that asks for it
-    oasr_gemm[_<act>]_<dtype>_c  the sm90 configs' kernels that add a matrix C, built on the
-                             first call with one (the sm80 lane's kernels take C at run time;
-                             include/oasr/gemm/gemm_sm90_template.cuh says why sm90's do not)
-    oasr_gemm_tune[_<act>]_<dtype>_<config>[_c] one tuning config in one dtype (built when a
-                               tuning run or a tuning entry asks for it: a tuning run measures
-                               fp16 only)
+    oasr_gemm[_<act>]_<dtype>_<config>[_c]  one config in one dtype with one epilogue: the
+                             identity (gemm: a bias, no activation) or activation <act> (relu,
+                             swish, gelu, gelu_tanh); ``_c`` for the sm90 kernels that add a
+                             matrix C (the sm80 lane's take C at run time;
+                             include/oasr/gemm/gemm_sm90_template.cuh says why sm90's do not).
+                             One CUTLASS unit each, built on the first call that selects it, so
+                             a first GEMM waits for one unit, not a table's worth. `oasr jit
+                             prebuild` builds those of the production configs (the default, the
+                             basis, the configs the shipped tuning file names); a tuning run or
+                             a user-tier entry builds any other config the same way
     oasr_gemm_bmm      bmm: per dtype and B layout, the launcher with the general lane (CUTLASS
                        2.x) and a unit per config of the tuned lane (sm90, configs.BMM_TUNED)
     oasr_gemm_group    group_gemm (CUTLASS 2.x grouped): one unit per dtype
@@ -22,8 +21,8 @@ split-K / Stream-K); the activation is compiled into the epilogue
                                 CUTLASS): the one-kernel head (V <= 512) and the cluster head
                                 (512 < V <= 12288, K <= 512), a unit each
 
-nvcc compiles the translation units of a module in parallel; a CUTLASS 3.x unit takes about a
-minute and 4 GB (the build's job limit knows: ``use_cutlass``).
+A CUTLASS 3.x unit takes about a minute of one core and 4 GB (the build's job limit knows:
+``use_cutlass``); modules build in parallel.
 """
 
 from __future__ import annotations
@@ -54,9 +53,9 @@ BMM_TEMPLATE = PACKAGE_DIR / "templates" / "bmm.cu.jinja"
 BMM_SM90_TEMPLATE = PACKAGE_DIR / "templates" / "bmm_sm90.cu.jinja"
 GROUP_TEMPLATE = PACKAGE_DIR / "templates" / "group_gemm_sm80.cu.jinja"
 #: the TVM-FFI exports of the rendered modules, one binding unit per module
-GEMM_BINDING = CSRC_DIR / "gemm_jit_binding.cu.jinja"
-BMM_BINDING = CSRC_DIR / "bmm_jit_binding.cu.jinja"
-GROUP_BINDING = CSRC_DIR / "group_gemm_jit_binding.cu.jinja"
+GEMM_BINDING = CSRC_DIR / "gemm_jit_binding.cc.jinja"
+BMM_BINDING = CSRC_DIR / "bmm_jit_binding.cc.jinja"
+GROUP_BINDING = CSRC_DIR / "group_gemm_jit_binding.cc.jinja"
 
 #: dtype tag -> CUTLASS element type
 DTYPES = {"fp16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}
@@ -68,7 +67,6 @@ ACTIVATION_FUNCTORS = {
     "gelu": "GeluAct",
     "gelu_tanh": "GeluTanhAct",
 }
-PRODUCTION_MODULE = "oasr_gemm"
 BMM_MODULE = "oasr_gemm_bmm"
 GROUP_MODULE = "oasr_gemm_group"
 LOG_SOFTMAX_MODULE = "oasr_gemm_log_softmax"
@@ -78,9 +76,10 @@ BMM_B_LAYOUTS = {"b_row": True, "b_col": False}
 
 
 def _binding(name: str, template: Path, context: dict) -> tuple[str, Path, dict]:
-    """The module's binding unit ``<name>_jit_binding.cu``: its exports' declarations and
-    ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` lines (the rendered kernels' units export nothing)."""
-    return (f"{name}_jit_binding.cu", template, {"module": name} | context)
+    """The module's binding unit ``<name>_jit_binding.cc``: its exports' declarations and
+    ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` lines (the rendered kernels' units export nothing). Host
+    C++ (no CUDA, no CUTLASS): the host compiler builds it in a few seconds."""
+    return (f"{name}_jit_binding.cc", template, {"module": name} | context)
 
 
 def _activation_tag(activation: str) -> str:
@@ -97,7 +96,7 @@ def adds_c(config: GemmConfig | Sm80Config, with_c: bool) -> bool:
 
 
 def _c_tail(config: GemmConfig | Sm80Config, with_c: bool) -> str:
-    """``_c`` on the names of a kernel built to add C (and of its tuning module)."""
+    """``_c`` on the names of a kernel built to add C (and of its module)."""
     return "_c" if adds_c(config, with_c) else ""
 
 
@@ -149,9 +148,9 @@ def gen_gemm_module(
     activation: str = "identity",
     with_c: bool = False,
 ) -> JitSpec:
-    """One unit per (config, dtype); configs of both lanes may share a module. ``with_c``: the
-    sm90 configs' kernels that add a matrix C (sm80 configs are refused: theirs take C at run
-    time)."""
+    """One unit per (config, dtype); configs of both lanes may share a module (the compile
+    tests build several in one). ``with_c``: the sm90 configs' kernels that add a matrix C
+    (sm80 configs are refused: theirs take C at run time)."""
     if with_c and any(c.lane == SM80_LANE for c in configs):
         raise ValueError("the sm80 lane's kernels take C at run time: no with-C units")
     templates = [
@@ -178,44 +177,40 @@ def gen_gemm_module(
     )
 
 
-def production_module_name(activation: str = "identity", dtype: str = "fp16", with_c=False) -> str:
-    """``oasr_gemm_<dtype>`` for the identity, ``oasr_gemm_<act>_<dtype>`` for an activation,
-    ending ``_c`` for the kernels that add a matrix C. One module per dtype: a model in one dtype
-    builds half the units on first use."""
-    return f"{PRODUCTION_MODULE}_{_activation_tag(activation)}{dtype}{'_c' if with_c else ''}"
-
-
-def gen_production_module(
-    activation: str = "identity", dtype: str = "fp16", with_c=False, arch=None
-) -> JitSpec:
-    """``arch``: the architecture whose production configs it holds (default: the process's)."""
-    chosen = production_configs(_arch(arch))
-    return gen_gemm_module(
-        production_module_name(activation, dtype, with_c),
-        [c for c in chosen if c.lane != SM80_LANE] if with_c else chosen,
-        dtypes=(dtype,),
-        activation=activation,
-        with_c=with_c,
-    )
-
-
-def tuning_module_name(
+def config_module_name(
     config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> str:
-    tag = _activation_tag(activation)
-    return f"oasr_gemm_tune_{tag}{dtype}_{config.id}{_c_tail(config, with_c)}"
+    """``oasr_`` and the function it exports: ``oasr_gemm_swish_fp16_t128x128x64_c1x1_pp``."""
+    return f"oasr_{function_name(config, dtype, activation, with_c)}"
 
 
-def gen_tuning_module(
+def gen_config_module(
     config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ) -> JitSpec:
+    """The module of one variant. ``with_c`` on an sm80 config names the kernel without it
+    (that lane adds C at run time)."""
     return gen_gemm_module(
-        tuning_module_name(config, dtype, activation, with_c),
+        config_module_name(config, dtype, activation, with_c),
         [config],
         dtypes=(dtype,),
         activation=activation,
         with_c=adds_c(config, with_c),
     )
+
+
+def gen_production_modules(arch=None) -> list[JitSpec]:
+    """The variants `oasr jit prebuild` builds for ``arch`` (default: the process's): every
+    production config in each dtype and epilogue, and on sm_90 the kernels adding a matrix C
+    (only the sm90 lane builds those)."""
+    chosen = production_configs(_arch(arch))
+    return [
+        gen_config_module(config, dtype, act, with_c)
+        for with_c in (False, True)
+        for act in ACTIVATION_FUNCTORS
+        for dtype in DTYPES
+        for config in chosen
+        if not with_c or adds_c(config, with_c)
+    ]
 
 
 def bmm_function_name(dtype: str, b_layout: str) -> str:
@@ -330,28 +325,17 @@ def bmm_tuned_configs(arch=None) -> tuple[GemmConfig, ...]:
 
 
 def production_specs(arch) -> list[JitSpec]:
-    """The modules `oasr jit prebuild` builds for ``arch``: the GEMM production modules (plain
-    and per activation, per dtype; on sm_90 also those adding a matrix C, which only the sm90
-    lane builds), bmm's (its tuned lane on sm_90 only), group_gemm's, gemm_log_softmax's row
-    pass, and on sm_90 its fused heads (TMA + wgmma)."""
+    """The modules `oasr jit prebuild` builds for ``arch``: the GEMM variants of the production
+    configs (`gen_production_modules`), bmm's (its tuned lane on sm_90 only), group_gemm's,
+    gemm_log_softmax's row pass, and on sm_90 its fused heads (TMA + wgmma)."""
     sm90 = LANE in lanes(arch)
     return [
-        *(
-            gen_production_module(act, dtype, with_c, arch)
-            for with_c in ((False, True) if sm90 else (False,))
-            for act in ACTIVATION_FUNCTORS
-            for dtype in DTYPES
-        ),
+        *gen_production_modules(arch),
         gen_bmm_module(tuned=bmm_tuned_configs(arch)),
         gen_group_module(),
         gen_log_softmax_module(),
         *([gen_head_module()] if sm90 else []),
     ]
-
-
-@functools.cache
-def production_module(activation: str = "identity", dtype: str = "fp16", with_c=False):
-    return gen_production_module(activation, dtype, with_c).build_and_load()
 
 
 @functools.cache
@@ -375,7 +359,7 @@ def head_module():
 
 
 @functools.cache
-def tuning_module(
+def config_module(
     config: GemmConfig | Sm80Config, dtype: str, activation: str = "identity", with_c=False
 ):
-    return gen_tuning_module(config, dtype, activation, with_c).build_and_load()
+    return gen_config_module(config, dtype, activation, with_c).build_and_load()

@@ -20,8 +20,8 @@ tuning-file parameters (``lane``); `config_from_id` / `config_from_params` read 
 Lanes per architecture (`lanes`): sm_90 builds both; sm_80, sm_86, sm_89, sm_100 and sm_120
 build the sm80 lane only (a CUTLASS 3.x tcgen05 lane for sm_100 is not built), each within the
 shared memory one CTA may opt into on that architecture (`SMEM_BUDGET`). `default_config(arch)`
-is the config an untuned call runs there, `production_configs(arch)` what the production
-modules hold.
+is the config an untuned call runs there, `production_configs(arch)` those whose modules `oasr
+jit prebuild` builds (every config is a module of its own, built on first use either way).
 
 Pure Python (no torch, no build): the registration and the selection import it.
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 log = logging.getLogger("oasr_gemm")
 
 LANE = "sm90_tma"
-#: the shipped (system) tuning file: the configs it names are compiled into the production module
+#: the shipped (system) tuning file: the configs it names are production configs (prebuilt)
 SHIPPED_DB = Path(__file__).resolve().parent / "tune_db" / "sm90" / "gemm.json"
 TILE_M = (64, 128, 256)
 TILE_N = (64, 128, 256)
@@ -322,7 +322,7 @@ def config_from_params(params: dict):
 #: overall, 0.95x at M >= 4096, against 0.79x / 0.89x for cooperative 128x128), because one
 #: warp group's epilogue overlaps the other's mainloop.
 DEFAULT = GemmConfig(128, 128, 64, 1, 1, "pingpong")
-#: compiled with the default into the production module: a small-M tile and a wide one
+#: production configs with the default: a small-M tile and a wide one
 BASIS = (GemmConfig(64, 128, 64, 1, 1, "pingpong"), GemmConfig(128, 256, 64, 1, 1, "cooperative"))
 #: bmm's tuned lane (sm90, batched), largest tile first: the launcher takes the largest whose grid
 #: fills the device and that is no larger than the problem (csrc/bmm_launcher.h, pick_tuned).
@@ -430,12 +430,11 @@ def _production_configs(cc: int) -> tuple:
 
 
 def production_configs(arch) -> tuple:
-    """The production module's configs for ``arch`` (a `CudaArch`, ``"9.0a"`` or ``90``). On
-    sm_90: the default, the basis, and every config the shipped tuning file names (both lanes).
-    Elsewhere: `SM80_DEFAULT` and `SM80_BASIS`, those that fit the architecture's shared memory.
-    Read once per architecture and frozen for the process, so the module's key never changes
-    under a running program. Every other config of `all_configs` belongs to a tuning module;
-    no config is in both."""
+    """The production configs for ``arch`` (a `CudaArch`, ``"9.0a"`` or ``90``): those whose
+    modules `oasr jit prebuild` builds. On sm_90: the default, the basis, and every config the
+    shipped tuning file names (both lanes). Elsewhere: `SM80_DEFAULT` and `SM80_BASIS`, those
+    that fit the architecture's shared memory. Read once per architecture and frozen for the
+    process. Every other config of `all_configs` is a tuning config; no config is both."""
     return _production_configs(_capability(arch))
 
 
@@ -443,6 +442,7 @@ production_configs.cache_clear = _production_configs.cache_clear  # tests re-rea
 
 
 def tuning_configs(arch="9.0a") -> list:
-    """The configs of tuning modules on ``arch``: those it builds that are not production."""
+    """The tuning configs of ``arch``: those it builds that are not production (built when a
+    tuning run or a user-tier entry asks for one)."""
     production = set(production_configs(arch))
     return [c for c in all_configs() if c not in production and arch_reject_reason(c, arch) is None]

@@ -25,8 +25,8 @@ from oasr_jit import oasr_api
 
 from . import _jit, twins
 from ._checks import DTYPE_TAGS, as_rows, check_gemm_args, check_tma, require_cuda
-from .configs import SM80_LANE, GemmConfig, Sm80Config, production_configs
-from .selection import lane_default, process_arch, select_default_config
+from .configs import SM80_LANE, GemmConfig, Sm80Config
+from .selection import lane_default, select_default_config
 
 log = logging.getLogger("oasr_gemm")
 
@@ -45,9 +45,7 @@ _unsupported: set[tuple] = set()
 
 @functools.cache
 def _module(config: GemmConfig | Sm80Config, dtype, activation: str, with_c: bool = False):
-    if config in production_configs(process_arch()):
-        return _jit.production_module(activation, DTYPE_TAGS[dtype], with_c)
-    return _jit.tuning_module(config, DTYPE_TAGS[dtype], activation, with_c)
+    return _jit.config_module(config, DTYPE_TAGS[dtype], activation, with_c)
 
 
 @functools.cache
