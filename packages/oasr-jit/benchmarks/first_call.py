@@ -23,23 +23,23 @@ import tempfile
 #: batch_invariant=True so the default config (not the tuning data's pick) is what builds
 OPS = {
     "gemm": (
-        "a = r(4000, 512, h); w = r(2048, 512, h); b = r(2048, dtype=h)",
+        "a = r(4000, 512, dtype=h); w = r(2048, 512, dtype=h); b = r(2048, dtype=h)",
         "oasr.gemm(a, w, b, batch_invariant=True)",
     ),
     "gemm_swish_bf16": (
-        "a = r(4000, 512, bf); w = r(2048, 512, bf)",
+        "a = r(4000, 512, dtype=bf); w = r(2048, 512, dtype=bf)",
         "oasr.gemm_activation(a, w, activation='swish', batch_invariant=True)",
     ),
     "gemm_residual": (
-        "a = r(4000, 2048, h); w = r(512, 2048, h); c = r(4000, 512, h)",
+        "a = r(4000, 2048, dtype=h); w = r(512, 2048, dtype=h); c = r(4000, 512, dtype=h)",
         "oasr.gemm(a, w, c, batch_invariant=True)",
     ),
     "layer_norm": (
-        "x = r(4000, 512, h); g = r(512, dtype=h); b = r(512, dtype=h)",
+        "x = r(4000, 512, dtype=h); g = r(512, dtype=h); b = r(512, dtype=h)",
         "oasr.layer_norm(x, g, b)",
     ),
-    "rms_norm_bf16": ("x = r(4000, 512, bf); g = r(512, dtype=bf)", "oasr.rms_norm(x, g)"),
-    "topk": ("x = r(64, 5000, h)", "oasr.topk(x, 8)"),
+    "rms_norm_bf16": ("x = r(4000, 512, dtype=bf); g = r(512, dtype=bf)", "oasr.rms_norm(x, g)"),
+    "topk": ("x = r(64, 5000, dtype=h)", "oasr.topk(x, 8)"),
 }
 
 PROBE = r"""

@@ -21,7 +21,7 @@ split-K / Stream-K); the activation is compiled into the epilogue
                                 CUTLASS): the one-kernel head (V <= 512) and the cluster head
                                 (512 < V <= 12288, K <= 512), a unit each
 
-A CUTLASS 3.x unit takes about a minute of one core and 4 GB (the build's job limit knows:
+A CUTLASS 3.x unit takes about 45 s of one core and 4 GB (the build's job limit knows:
 ``use_cutlass``); modules build in parallel.
 """
 
