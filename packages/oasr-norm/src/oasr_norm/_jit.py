@@ -6,7 +6,9 @@
                                   what it can launch and nothing else
     oasr_norm_channels            batch_norm1d (BTC, per channel) and group_norm
     oasr_norm_activation          the elementwise activations and GLU
-    oasr_norm_softmax             softmax, log_softmax, masked_softmax
+    oasr_norm_softmax             softmax, log_softmax
+    oasr_norm_masked_softmax      masked_softmax (its own module: six instantiations a softmax
+                                  call does not need)
 
 Module names carry no arch: the key does (one architecture per process).
 """
@@ -100,7 +102,15 @@ def gen_activation_module() -> JitSpec:
 def gen_softmax_module() -> JitSpec:
     return gen_jit_spec(
         "oasr_norm_softmax",
-        _csrc("softmax.cu", "softmax_jit_binding.cu"),
+        _csrc("softmax.cu", "softmax_jit_binding.cc"),
+        extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
+    )
+
+
+def gen_masked_softmax_module() -> JitSpec:
+    return gen_jit_spec(
+        "oasr_norm_masked_softmax",
+        _csrc("masked_softmax.cu", "masked_softmax_jit_binding.cc"),
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
     )
 
@@ -109,6 +119,7 @@ GENERATORS = {
     "channels": gen_channel_norm_module,
     "activation": gen_activation_module,
     "softmax": gen_softmax_module,
+    "masked_softmax": gen_masked_softmax_module,
 }
 
 
@@ -120,7 +131,7 @@ def production_specs(arch) -> list[JitSpec]:
 
 @functools.cache
 def module(kind: str):
-    """The loaded module of one kind ("channels", "activation", "softmax")."""
+    """The loaded module of one kind ("channels", "activation", "softmax", "masked_softmax")."""
     return GENERATORS[kind]().build_and_load()
 
 

@@ -202,7 +202,7 @@ def masked_softmax(
     scale = float(scale)
     out = output(out, scores)
     if scores.numel():
-        _jit.module("softmax").masked_softmax(
+        _jit.module("masked_softmax").masked_softmax(
             _as_4d(out), _as_4d(scores), _as_4d(bias), _as_4d(mask), key_padding_mask, scale
         )
     return out
