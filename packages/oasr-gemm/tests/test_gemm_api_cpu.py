@@ -138,3 +138,40 @@ def test_no_public_name_is_a_submodule_and_every_op_has_a_full_docstring():
     for name in ops:
         doc = getattr(oasr_gemm, name).__doc__
         assert 'backend="torch"' in doc and "Equivalent to" in doc, name
+
+
+def test_a_call_loads_the_one_module_of_its_variant(monkeypatch):
+    """Production or tuning config alike, a kernel lookup loads the module of that one variant
+    (one CUTLASS unit), named after the function it exports; nothing else is built."""
+    from oasr_gemm import _jit, configs, dense
+
+    loaded = []
+
+    class Module:
+        def __getattr__(self, name):
+            return name
+
+    def config_module(config, dtype, activation="identity", with_c=False):
+        loaded.append(_jit.config_module_name(config, dtype, activation, with_c))
+        return Module()
+
+    monkeypatch.setattr(_jit, "config_module", config_module)
+    dense._module.cache_clear()
+    dense._kernel.cache_clear()
+    tuning = configs.tuning_configs("9.0a")[0]
+    sm80 = configs.Sm80Config(64, 64, 64, 32, 32, 4)
+    try:
+        assert dense._kernel(configs.DEFAULT, torch.bfloat16, "swish", True) == (
+            f"gemm_swish_bf16_{configs.DEFAULT.id}_c"
+        )
+        assert dense._kernel(tuning, torch.float16, "identity") == f"gemm_fp16_{tuning.id}"
+        assert dense._kernel(sm80, torch.float16, "relu") == f"gemm_relu_fp16_{sm80.id}"
+        dense._kernel(configs.DEFAULT, torch.bfloat16, "swish", True)  # cached: no second load
+    finally:
+        dense._module.cache_clear()
+        dense._kernel.cache_clear()
+    assert loaded == [
+        f"oasr_gemm_swish_bf16_{configs.DEFAULT.id}_c",
+        f"oasr_gemm_fp16_{tuning.id}",
+        f"oasr_gemm_relu_fp16_{sm80.id}",
+    ]
