@@ -39,7 +39,7 @@ def test_every_production_module_compiles_for_sm90a(hopper):
         "oasr_norm_channels",
         "oasr_norm_activation",
         "oasr_norm_softmax",
-        "oasr_norm_masked_softmax",
+        *(_jit.masked_softmax_name(dtype) for dtype in _jit.DTYPES),
     }
     for spec in specs:
         assert spec.is_cuda

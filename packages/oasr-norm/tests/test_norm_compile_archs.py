@@ -1,9 +1,9 @@
 """Compile-only check for every architecture the family serves besides sm_90a (which
 test_norm_compile.py builds and links): one variant of the row-norm template (layer norm in
-fp32, without the fused activation, the cheapest), the channel norms and the activations, each
-unit compiled once into an object holding sm_80, sm_86, sm_89, sm_100a and sm_120a cubins
-(nvcc, no GPU, no link). softmax.cu is left to the sm_90a build (about 3 minutes for these five
-architectures): its kernels, oasr/common/softmax.cuh, are compiled for them by the GEMM
+fp32, without the fused activation, the cheapest) and of the masked-softmax template (fp32), the
+channel norms and the activations, each unit compiled once into an object holding sm_80, sm_86,
+sm_89, sm_100a and sm_120a cubins (nvcc, no GPU, no link). softmax.cu is left to the sm_90a
+build: its kernels, oasr/common/softmax.cuh, are compiled for these architectures by the GEMM
 family's row pass (test_gemm_compile_archs.py)."""
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def test_one_variant_per_template_compiles_for_every_other_architecture(plan_arc
         (_jit.gen_row_norm_module("layer", "fp32"), ["oasr_norm_layer_fp32.cu"]),
         (_jit.gen_channel_norm_module(), ["channel_norm.cu"]),
         (_jit.gen_activation_module(), ["activation.cu"]),
+        (_jit.gen_masked_softmax_module("fp32"), ["oasr_norm_masked_softmax_fp32.cu"]),
     ]
 
     def compile_one(item):
@@ -54,4 +55,9 @@ def test_one_variant_per_template_compiles_for_every_other_architecture(plan_arc
 
     with ThreadPoolExecutor(len(chosen)) as pool:  # nvcc runs side by side, MAX_JOBS at a time
         done = [unit for found in pool.map(compile_one, chosen) for unit in found]
-    assert sorted(done) == ["activation.cu", "channel_norm.cu", "oasr_norm_layer_fp32.cu"]
+    assert sorted(done) == [
+        "activation.cu",
+        "channel_norm.cu",
+        "oasr_norm_layer_fp32.cu",
+        "oasr_norm_masked_softmax_fp32.cu",
+    ]

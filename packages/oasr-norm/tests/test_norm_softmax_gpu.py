@@ -397,7 +397,7 @@ def test_launcher_refusals_raise_and_leave_the_context_healthy():
     with pytest.raises(ValueError, match="shares storage"):
         mod.softmax(buf[64 : 64 + 256].view(4, 64), buf[:256].view(4, 64), False)
 
-    mod = _jit.module("masked_softmax")
+    mod = _jit.masked_softmax_module("fp16")
     s = _randn(2, 3, 4, 5, dtype=torch.float16)
     o = torch.empty_like(s)
     with pytest.raises(ValueError, match="4-D"):
@@ -426,6 +426,8 @@ def test_launcher_refusals_raise_and_leave_the_context_healthy():
     with pytest.raises(ValueError, match="2-D"):
         kpm = torch.zeros(2, 1, 5, dtype=torch.bool, device="cuda")
         mod.masked_softmax(o, s, None, None, kpm, 1.0)
+    with pytest.raises(TypeError, match="oasr_norm_masked_softmax_bf16 holds the kernels of"):
+        _jit.masked_softmax_module("bf16").masked_softmax(o, s, None, None, None, 1.0)
     _healthy()
 
 

@@ -13,6 +13,9 @@ from oasr_jit.checks import check_tensor
 #: where a CPU (or other non-CUDA) tensor should go instead
 _ELSEWHERE = "the PyTorch twin in oasr_norm.twins"
 
+#: torch dtype -> the dtype part of a per-dtype module's name (oasr_norm._jit.DTYPES)
+DTYPE_TAGS = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
 #: the activations a norm can apply in its epilogue (the launcher's integer code is the index)
 NORM_ACTIVATIONS = (
     None, "swish", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh", "swoosh_l", "swoosh_r",

@@ -7,8 +7,8 @@
     oasr_norm_channels            batch_norm1d (BTC, per channel) and group_norm
     oasr_norm_activation          the elementwise activations and GLU
     oasr_norm_softmax             softmax, log_softmax
-    oasr_norm_masked_softmax      masked_softmax (its own module: six instantiations a softmax
-                                  call does not need)
+    oasr_norm_masked_softmax_<dtype>  masked_softmax for one dtype of scores (with a bias of
+                                  that dtype or float32)
 
 Module names carry no arch: the key does (one architecture per process).
 """
@@ -107,10 +107,25 @@ def gen_softmax_module() -> JitSpec:
     )
 
 
-def gen_masked_softmax_module() -> JitSpec:
-    return gen_jit_spec(
-        "oasr_norm_masked_softmax",
-        _csrc("masked_softmax.cu", "masked_softmax_jit_binding.cc"),
+def masked_softmax_name(dtype: str) -> str:
+    """The module of masked_softmax for one dtype: ``oasr_norm_masked_softmax_fp16``."""
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(DTYPES)}")
+    return f"oasr_norm_masked_softmax_{dtype}"
+
+
+def gen_masked_softmax_module(dtype: str) -> JitSpec:
+    name = masked_softmax_name(dtype)
+    return gen_jinja_jit_spec(
+        name,
+        [
+            (
+                f"{name}.cu",
+                TEMPLATE_DIR / "masked_softmax.cu.jinja",
+                {"module": name, "dtype": DTYPES[dtype]},
+            )
+        ],
+        sources=_csrc("masked_softmax_jit_binding.cc"),
         extra_include_dirs=[INCLUDE_DIR, CSRC_DIR],
     )
 
@@ -119,19 +134,19 @@ GENERATORS = {
     "channels": gen_channel_norm_module,
     "activation": gen_activation_module,
     "softmax": gen_softmax_module,
-    "masked_softmax": gen_masked_softmax_module,
 }
 
 
 def production_specs(arch) -> list[JitSpec]:
     """Every module of the family (all are production modules; none is arch-specific)."""
     rows = [gen_row_norm_module(*variant) for variant in row_norm_variants()]
-    return [*rows, *(gen() for gen in GENERATORS.values())]
+    masked = [gen_masked_softmax_module(dtype) for dtype in DTYPES]
+    return [*rows, *(gen() for gen in GENERATORS.values()), *masked]
 
 
 @functools.cache
 def module(kind: str):
-    """The loaded module of one kind ("channels", "activation", "softmax", "masked_softmax")."""
+    """The loaded module of one kind ("channels", "activation", "softmax")."""
     return GENERATORS[kind]().build_and_load()
 
 
@@ -139,3 +154,9 @@ def module(kind: str):
 def row_norm_module(op: str, dtype: str, activated: bool = False):
     """The loaded module of one row norm (`row_norm_name`)."""
     return gen_row_norm_module(op, dtype, activated).build_and_load()
+
+
+@functools.cache
+def masked_softmax_module(dtype: str):
+    """The loaded masked-softmax module of one dtype (`masked_softmax_name`)."""
+    return gen_masked_softmax_module(dtype).build_and_load()

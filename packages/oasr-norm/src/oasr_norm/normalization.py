@@ -16,18 +16,17 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit
-from ._checks import activation_code, check_input, check_like, output
+from ._checks import DTYPE_TAGS, activation_code, check_input, check_like, output
 
 _LAYER, _RMS, _BIAS = 0, 1, 2
 _KIND_OPS = {(_LAYER, False): "layer", (_RMS, False): "rms", (_LAYER, True): "add_layer",
              (_RMS, True): "add_rms", (_BIAS, False): "bias"}  # fmt: skip
-_DTYPE_TAGS = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
 def _row_norm(out, residual_out, x, residual, weight, beta, center, log_scale, kind, eps, act):
     # one module per (op, dtype, activated): a first call compiles only the kernels it can use
     op = _KIND_OPS[kind, residual is not None]
-    _jit.row_norm_module(op, _DTYPE_TAGS[x.dtype], act != 0).row_norm(
+    _jit.row_norm_module(op, DTYPE_TAGS[x.dtype], act != 0).row_norm(
         out, residual_out, x, residual, weight, beta, center, log_scale, kind, float(eps), act
     )
 

@@ -15,7 +15,14 @@ import torch
 from oasr_jit import oasr_api
 
 from . import _jit
-from ._checks import check_input, check_last_dim, check_rows, masked_operands, output
+from ._checks import (
+    DTYPE_TAGS,
+    check_input,
+    check_last_dim,
+    check_rows,
+    masked_operands,
+    output,
+)
 
 
 def _softmax(x, dim, out, log_output: bool, op: str) -> torch.Tensor:
@@ -202,7 +209,7 @@ def masked_softmax(
     scale = float(scale)
     out = output(out, scores)
     if scores.numel():
-        _jit.module("masked_softmax").masked_softmax(
+        _jit.masked_softmax_module(DTYPE_TAGS[scores.dtype]).masked_softmax(
             _as_4d(out), _as_4d(scores), _as_4d(bias), _as_4d(mask), key_padding_mask, scale
         )
     return out

@@ -1,4 +1,4 @@
-// TVM-FFI exports of the oasr_norm_masked_softmax module (host C++).
+// TVM-FFI exports of every masked-softmax module (oasr_norm_masked_softmax_fp16, ...; host C++).
 #include "tvm_ffi_utils.h"
 
 void masked_softmax(TensorView out, TensorView scores, OptionalTensor bias, OptionalTensor mask,

@@ -1,15 +1,20 @@
-// Launcher of the masked attention softmax (module oasr_norm_masked_softmax): its own unit, so a
-// first softmax call does not compile its six (dtype, bias dtype) instantiations.
+// The masked attention softmax's launcher. Each JIT module (oasr_norm_masked_softmax_<dtype>)
+// is one dtype's instantiation of masked_softmax_launch, defined as the module's `masked_softmax`
+// by templates/masked_softmax.cu.jinja: a first call compiles its dtype's kernels (bias of
+// scores' dtype or float32), not all six. oasr_norm.softmaxes picks the module.
+#pragma once
+
+#include <type_traits>
+
 #include "oasr/norm/masked_softmax.cuh"
 #include "tvm_ffi_utils.h"
 
-using namespace oasr;
-
-namespace {
+namespace oasr {
+namespace masked_detail {
 
 // out is x itself (same first element, both contiguous of one shape): a row is in registers
 // before any of it is written, so the op may run in place.
-bool same_contiguous_view(const TensorView& out, const TensorView& x) {
+inline bool same_contiguous_view(const TensorView& out, const TensorView& x) {
   return data_bytes(out) == data_bytes(x) && x.IsContiguous();
 }
 
@@ -60,14 +65,17 @@ void run_masked(const DeviceScope& scope, TensorView out, TensorView scores, Opt
   check_cuda_status(launch_masked_softmax(a, scope.stream()), "masked_softmax kernel");
 }
 
-}  // namespace
+}  // namespace masked_detail
 
 // out = softmax(scale * scores + bias) over the kept keys; scores [B, H, Tq, Tk] (unit stride
 // over Tk), bias [B|1, H|1, Tq|1, Tk|1] of scores' dtype or float32, mask the same shape (bool,
 // true = attend), key_padding_mask [B|1, Tk] (bool, true = padding); out [B, H, Tq, Tk]
 // contiguous, may be scores itself.
-void masked_softmax(TensorView out, TensorView scores, OptionalTensor bias, OptionalTensor mask,
-                    OptionalTensor key_padding_mask, double scale) {
+template <typename TModule>
+void masked_softmax_launch(const char* module, TensorView out, TensorView scores,
+                           OptionalTensor bias, OptionalTensor mask,
+                           OptionalTensor key_padding_mask, double scale) {
+  using namespace masked_detail;
   DeviceScope scope(out);
   check_out_like(out, scores, "scores");
   check_ndim(scores, 4, "scores");
@@ -76,10 +84,15 @@ void masked_softmax(TensorView out, TensorView scores, OptionalTensor bias, Opti
   const bool float_bias = bias.has_value() && !same_dtype(bias.value().dtype(), scores.dtype());
   if (float_bias) check_dtype(*bias, {kFloat32}, "bias (when not of scores' dtype)");
   OASR_DISPATCH_FLOAT_DTYPE(scores.dtype(), "scores", T, [&] {
-    if (float_bias) {
+    if constexpr (!std::is_same_v<T, TModule>) {
+      TVM_FFI_THROW(TypeError) << module << " holds the kernels of another dtype than scores' "
+                               << dtype_name(scores.dtype());
+    } else if (float_bias) {
       run_masked<T, float>(scope, out, scores, bias, mask, key_padding_mask, scale);
     } else {
       run_masked<T, T>(scope, out, scores, bias, mask, key_padding_mask, scale);
     }
   });
 }
+
+}  // namespace oasr
