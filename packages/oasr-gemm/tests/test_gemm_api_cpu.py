@@ -156,7 +156,6 @@ def test_a_call_loads_the_one_module_of_its_variant(monkeypatch):
         return Module()
 
     monkeypatch.setattr(_jit, "config_module", config_module)
-    dense._module.cache_clear()
     dense._kernel.cache_clear()
     tuning = configs.tuning_configs("9.0a")[0]
     sm80 = configs.Sm80Config(64, 64, 64, 32, 32, 4)
@@ -168,7 +167,6 @@ def test_a_call_loads_the_one_module_of_its_variant(monkeypatch):
         assert dense._kernel(sm80, torch.float16, "relu") == f"gemm_relu_fp16_{sm80.id}"
         dense._kernel(configs.DEFAULT, torch.bfloat16, "swish", True)  # cached: no second load
     finally:
-        dense._module.cache_clear()
         dense._kernel.cache_clear()
     assert loaded == [
         f"oasr_gemm_swish_bf16_{configs.DEFAULT.id}_c",

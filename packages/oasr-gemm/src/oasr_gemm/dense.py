@@ -43,8 +43,8 @@ class VariantUnsupportedError(ValueError):
 _unsupported: set[tuple] = set()
 
 
-@functools.cache
 def _module(config: GemmConfig | Sm80Config, dtype, activation: str, with_c: bool = False):
+    """The loaded module of one variant (`_jit.config_module` caches it)."""
     return _jit.config_module(config, DTYPE_TAGS[dtype], activation, with_c)
 
 

@@ -7,16 +7,11 @@
 #include <type_traits>
 
 #include "oasr/norm/masked_softmax.cuh"
+#include "softmax_in_place.h"
 #include "tvm_ffi_utils.h"
 
 namespace oasr {
 namespace masked_detail {
-
-// out is x itself (same first element, both contiguous of one shape): a row is in registers
-// before any of it is written, so the op may run in place.
-inline bool same_contiguous_view(const TensorView& out, const TensorView& x) {
-  return data_bytes(out) == data_bytes(x) && x.IsContiguous();
-}
 
 // An operand broadcast against out [B, H, Tq, Tk]: each dim equal, or 1 (read with stride 0).
 template <int kDims>

@@ -1,19 +1,10 @@
 // Launcher of softmax / log_softmax over the last dimension (module oasr_norm_softmax; the
-// masked attention softmax is its own module, masked_softmax.cu).
+// masked attention softmax has a module per dtype: masked_softmax_launcher.h).
 #include "oasr/common/softmax.cuh"
+#include "softmax_in_place.h"
 #include "tvm_ffi_utils.h"
 
 using namespace oasr;
-
-namespace {
-
-// out is x itself (same first element, both contiguous of one shape): a row is in registers
-// before any of it is written, so the op may run in place.
-bool same_contiguous_view(const TensorView& out, const TensorView& x) {
-  return data_bytes(out) == data_bytes(x) && x.IsContiguous();
-}
-
-}  // namespace
 
 // out = softmax(x) (log_output: log_softmax) over the last dim of x [..., C] (uniformly strided
 // rows); out contiguous, may be x itself.
